@@ -1,0 +1,158 @@
+# sandbox-agent - build, test, fuzz and bench.
+#
+#   make               build/sandbox-agent: static (musl), stripped
+#   make test          every test: C unit tests (cmocka, ASan+UBSan), the pytest
+#                      integration suite against the static binary and against
+#                      an ASan+UBSan build, and a short fuzz run of each parser
+#   make test-sanitize unit + integration tests against the sanitizer build only
+#   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 60)
+#   make bench         speed and memory against tini, dumb-init, catatonit, ...
+#
+# Dependencies (libev, cJSON, libb64) are Debian source packages fetched once
+# into build/deps by deps/fetch.sh and checked against deps/SHA256SUMS.
+# Missing Debian packages are installed by deps/packages.sh (root).
+
+VERSION     := 0.1.0
+B           := build
+DEPS        := $(B)/deps
+PYTHON      := /usr/bin/python3
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 15
+
+BUILD_PKGS  := musl-tools
+TEST_PKGS   := gcc libcmocka-dev python3-pytest clang libclang-rt-14-dev util-linux libcap2-bin curl
+BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time
+
+# libev is configured here rather than by its configure script: the same
+# switches must reach ev.c and every file that includes ev.h.
+EV_DEFS := -DEV_STANDALONE=1 -DEV_USE_EPOLL=1 -DEV_USE_POLL=1 -DEV_USE_SELECT=0 \
+           -DEV_USE_SIGNALFD=0 -DEV_USE_EVENTFD=1 -DEV_USE_INOTIFY=0 \
+           -DEV_USE_MONOTONIC=1 -DEV_USE_REALTIME=0 -DEV_USE_NANOSLEEP=1 \
+           -DEV_USE_FLOOR=1 -DEV_USE_IOURING=0 -DEV_USE_LINUXAIO=0 \
+           -DEV_USE_TIMERFD=0 -DEV_USE_CLOCK_SYSCALL=0 -DEV_USE_PORT=0 \
+           -DEV_USE_KQUEUE=0 -DEV_NO_THREADS=1
+
+INCLUDES := -I. -isystem $(DEPS)/libev -isystem $(DEPS)/cjson -isystem $(DEPS)/libb64/include
+DEFS     := -D_GNU_SOURCE -DSA_VERSION='"$(VERSION)"' $(EV_DEFS)
+WARN     := -fno-strict-aliasing -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+
+SRC      := $(sort $(wildcard agent/*.c agent/core/*.c agent/fs/*.c runner/*.c inotify/*.c))
+LIB_SRC  := $(filter-out agent/main.c,$(SRC))
+HDR      := $(wildcard agent/*.h agent/core/*.h agent/fs/*.h runner/*.h inotify/*.h)
+DEP_SRC  := $(DEPS)/libev/ev.c $(DEPS)/cjson/cJSON.c $(DEPS)/libb64/src/cencode.c $(DEPS)/libb64/src/cdecode.c
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+# Variant "musl": the shipped binary.
+MUSL_CC     := musl-gcc
+MUSL_CFLAGS := -std=c11 -O2 -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
+MUSL_LDFLAGS := -static -s -Wl,--gc-sections
+
+# Variant "asan": the tests' copy, glibc, AddressSanitizer + UBSan.
+ASAN_CC     := gcc
+SAN         := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ASAN_CFLAGS := -std=c11 -O1 -g $(SAN) $(WARN)
+
+# Variant "fuzz": clang + libFuzzer.
+FUZZ_CC     := clang
+FUZZ_CFLAGS := -std=c11 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+
+obj = $(patsubst %.c,$(B)/$(1)/%.o,$(2))
+depobj = $(patsubst $(DEPS)/%.c,$(B)/$(1)/deps/%.o,$(DEP_SRC))
+
+.PHONY: all test test-unit test-integration test-sanitize fuzz fuzz-smoke bench clean distclean deps \
+        pkgs-build pkgs-test pkgs-bench asan unit-bins fuzz-bins
+.DELETE_ON_ERROR:
+
+all: $(B)/sandbox-agent
+
+# ---- dependencies ---------------------------------------------------------
+$(B)/.pkgs-build:
+	@mkdir -p $(B)
+	deps/packages.sh $(BUILD_PKGS)
+	@touch $@
+$(B)/.pkgs-test:
+	@mkdir -p $(B)
+	deps/packages.sh $(TEST_PKGS)
+	@touch $@
+$(B)/.pkgs-bench:
+	@mkdir -p $(B)
+	deps/packages.sh $(BENCH_PKGS)
+	@touch $@
+
+$(DEPS)/.stamp: deps/fetch.sh deps/SHA256SUMS
+	deps/fetch.sh $(DEPS)
+	@touch $@
+deps: $(DEPS)/.stamp
+
+# ---- the static binary ----------------------------------------------------
+$(B)/musl/deps/%.o: $(DEPS)/.stamp $(B)/.pkgs-build
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -std=gnu11 -O2 -w -ffunction-sections -fdata-sections $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
+$(B)/musl/%.o: %.c $(HDR) $(DEPS)/.stamp $(B)/.pkgs-build
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(MUSL_CFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
+$(B)/sandbox-agent: $(call obj,musl,$(SRC)) $(call depobj,musl)
+	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^ -lm
+	@echo "built $@ ($$(stat -c %s $@) bytes)"
+
+# ---- sanitizer build (tests' copy) ----------------------------------------
+$(B)/asan/deps/%.o: $(DEPS)/.stamp $(B)/.pkgs-test
+	@mkdir -p $(dir $@)
+	$(ASAN_CC) -std=gnu11 -O1 -g -w $(SAN) $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
+$(B)/asan/%.o: %.c $(HDR) $(DEPS)/.stamp $(B)/.pkgs-test
+	@mkdir -p $(dir $@)
+	$(ASAN_CC) $(ASAN_CFLAGS) $(DEFS) $(INCLUDES) -Itests/unit -c $< -o $@
+$(B)/asan/sandbox-agent: $(call obj,asan,$(SRC)) $(call depobj,asan)
+	$(ASAN_CC) $(SAN) -o $@ $^ -lm
+asan: $(B)/asan/sandbox-agent
+
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRC))
+$(B)/unit/%: $(B)/asan/tests/unit/%.o $(call obj,asan,$(LIB_SRC)) $(call depobj,asan)
+	@mkdir -p $(dir $@)
+	$(ASAN_CC) $(SAN) -o $@ $^ -lcmocka -lm
+unit-bins: $(UNIT_BINS)
+
+# ---- fuzzing --------------------------------------------------------------
+$(B)/fuzz/deps/%.o: $(DEPS)/.stamp $(B)/.pkgs-test
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -w $(FUZZ_CFLAGS) $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
+$(B)/fuzz/%.o: %.c $(HDR) $(DEPS)/.stamp $(B)/.pkgs-test
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) $(DEFS) $(INCLUDES) -c $< -o $@
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzzers/%,$(FUZZ_SRC))
+$(B)/fuzzers/%: $(B)/fuzz/tests/fuzz/%.o $(call obj,fuzz,$(LIB_SRC)) $(call depobj,fuzz)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lm
+fuzz-bins: $(FUZZ_BINS)
+
+fuzz: $(FUZZ_BINS)
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
+fuzz-smoke: $(FUZZ_BINS)
+	tests/fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
+
+# ---- tests ----------------------------------------------------------------
+# tests/run.sh runs each suite, keeps going after a failure, and ends with one
+# "N passed, M failed" line; it exits non-zero when anything failed.
+test: $(B)/sandbox-agent $(B)/asan/sandbox-agent $(UNIT_BINS) $(FUZZ_BINS)
+	PYTHON=$(PYTHON) tests/run.sh --unit $(UNIT_BINS) \
+	    --integration $(B)/sandbox-agent --integration $(B)/asan/sandbox-agent \
+	    --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
+
+test-sanitize: $(B)/asan/sandbox-agent $(UNIT_BINS)
+	PYTHON=$(PYTHON) tests/run.sh --unit $(UNIT_BINS) --integration $(B)/asan/sandbox-agent
+
+test-unit: $(UNIT_BINS)
+	PYTHON=$(PYTHON) tests/run.sh --unit $(UNIT_BINS)
+
+test-integration: $(B)/sandbox-agent $(B)/.pkgs-test
+	PYTHON=$(PYTHON) tests/run.sh --integration $(B)/sandbox-agent
+
+# ---- benchmarks -----------------------------------------------------------
+bench: $(B)/sandbox-agent $(B)/.pkgs-bench $(B)/.pkgs-test
+	$(PYTHON) tests/bench/bench.py $(B)/sandbox-agent
+
+clean:
+	rm -rf $(B)/musl $(B)/asan $(B)/fuzz $(B)/unit $(B)/fuzzers $(B)/sandbox-agent
+distclean:
+	rm -rf $(B)

@@ -1,0 +1,87 @@
+/*
+ * buf.c - bounded growable buffers (see buf.h).
+ */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void buf_init(struct buf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->max = max;
+}
+
+void buf_free(struct buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void buf_reset(struct buf *b) { b->len = 0; }
+
+int buf_reserve(struct buf *b, size_t extra)
+{
+    /* +1 keeps room for the terminator buf_cstr adds. */
+    if (extra > b->max || b->len > b->max - extra) return -1;
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need) cap = cap > ((size_t)-1) / 2 ? need : cap * 2;
+    char *p = realloc(b->data, cap);
+    if (!p) return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int buf_append(struct buf *b, const void *p, size_t n)
+{
+    if (n == 0) return 0;
+    if (buf_reserve(b, n) < 0) return -1;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+int buf_putc(struct buf *b, char c) { return buf_append(b, &c, 1); }
+
+int buf_puts(struct buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return -1;
+    if ((size_t)n < sizeof small) return buf_append(b, small, (size_t)n);
+    if (buf_reserve(b, (size_t)n) < 0) return -1;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+void buf_consume(struct buf *b, size_t n)
+{
+    if (n >= b->len) {
+        b->len = 0;
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+}
+
+const char *buf_cstr(struct buf *b)
+{
+    if (buf_reserve(b, 0) < 0) return NULL;
+    b->data[b->len] = '\0';
+    return b->data;
+}

@@ -1,0 +1,33 @@
+/*
+ * buf.h - a growable byte buffer with a hard upper bound.
+ *
+ * Every buffer that may hold untrusted input is one of these, so its bound is
+ * stated where it is created (buf_init's `max`). Appending past the bound fails
+ * with -1 and leaves the buffer as it was; it never aborts.
+ */
+#ifndef SA_BUF_H
+#define SA_BUF_H
+
+#include <stddef.h>
+
+struct buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t max; /* appends that would pass this fail */
+};
+
+void buf_init(struct buf *b, size_t max);
+void buf_free(struct buf *b);
+void buf_reset(struct buf *b);
+int buf_reserve(struct buf *b, size_t extra);
+int buf_append(struct buf *b, const void *p, size_t n);
+int buf_putc(struct buf *b, char c);
+int buf_puts(struct buf *b, const char *s);
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Remove the first n bytes. */
+void buf_consume(struct buf *b, size_t n);
+/* NUL-terminate (not counted in len) and return data; NULL on failure. */
+const char *buf_cstr(struct buf *b);
+
+#endif

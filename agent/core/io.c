@@ -1,0 +1,97 @@
+/*
+ * io.c - fd and path helpers (see io.h).
+ */
+#include "io.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int io_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) {
+                struct pollfd pf = {fd, POLLOUT, 0};
+                poll(&pf, 1, -1);
+                continue;
+            }
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int io_set_nonblock(int fd, int on)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0) return -1;
+    fl = on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
+    return fcntl(fd, F_SETFL, fl);
+}
+
+int io_mkdir_p(const char *path, mode_t mode)
+{
+    size_t n = strlen(path);
+    char *p = malloc(n + 1);
+    if (!p) return -1;
+    memcpy(p, path, n + 1);
+    /* Strip trailing slashes, then create each prefix in turn. */
+    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != '\0') continue;
+        char saved = p[i];
+        p[i] = '\0';
+        if (mkdir(p, mode) < 0 && errno != EEXIST) {
+            int e = errno;
+            free(p);
+            errno = e;
+            return -1;
+        }
+        p[i] = saved;
+    }
+    struct stat st;
+    int r = stat(p, &st);
+    int e = errno;
+    free(p);
+    if (r < 0) {
+        errno = e;
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+void io_cloexec_inherited(void)
+{
+#ifdef SYS_close_range
+    /* CLOSE_RANGE_CLOEXEC (Linux 5.11) marks the whole range in one call. */
+    if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) == 0) return;
+#endif
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) {
+        for (int fd = 3; fd < 1024; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        return;
+    }
+    int dfd = dirfd(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int fd = atoi(de->d_name);
+        if (fd >= 3 && fd != dfd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    closedir(d);
+}

@@ -1,0 +1,21 @@
+/*
+ * io.h - small fd and path helpers shared by the modes: full writes, flags,
+ * mkdir -p, and closing what the agent inherited.
+ */
+#ifndef SA_IO_H
+#define SA_IO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Write all n bytes (retrying EINTR and short writes, waiting out EAGAIN).
+ * Returns 0, or -1 with errno set. */
+int io_write_all(int fd, const void *p, size_t n);
+int io_set_nonblock(int fd, int on);
+/* mkdir -p; mode for the directories it creates. Returns 0 or -1 with errno. */
+int io_mkdir_p(const char *path, mode_t mode);
+/* Mark every fd >= 3 close-on-exec: nothing the agent was handed leaks into
+ * the workload. */
+void io_cloexec_inherited(void);
+
+#endif

@@ -1,0 +1,133 @@
+/*
+ * jsonw.c - JSON string and number writers (see jsonw.h for the format).
+ */
+#include "jsonw.h"
+#include "utf8.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int put_u(struct buf *b, unsigned u)
+{
+    char esc[7];
+    snprintf(esc, sizeof esc, "\\u%04x", u & 0xFFFF);
+    return buf_append(b, esc, 6);
+}
+
+static int put_cp(struct buf *b, unsigned cp)
+{
+    if (cp < 0x10000) return put_u(b, cp);
+    cp -= 0x10000;
+    if (put_u(b, 0xD800 | (cp >> 10)) < 0) return -1;
+    return put_u(b, 0xDC00 | (cp & 0x3FF));
+}
+
+int jsonw_str(struct buf *b, const char *str, size_t n, enum jsonw_bad mode)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    if (buf_putc(b, '"') < 0) return -1;
+    while (i < n) {
+        /* Copy a run of printable ASCII that needs no escape in one go. */
+        size_t j = i;
+        while (j < n && s[j] >= 0x20 && s[j] < 0x7F && s[j] != '"' && s[j] != '\\') j++;
+        if (j > i && buf_append(b, s + i, j - i) < 0) return -1;
+        i = j;
+        if (i >= n) break;
+        unsigned c = s[i];
+        const char *short_esc = NULL;
+        switch (c) {
+        case '"': short_esc = "\\\""; break;
+        case '\\': short_esc = "\\\\"; break;
+        case '\n': short_esc = "\\n"; break;
+        case '\r': short_esc = "\\r"; break;
+        case '\t': short_esc = "\\t"; break;
+        case '\b': short_esc = "\\b"; break;
+        case '\f': short_esc = "\\f"; break;
+        }
+        if (short_esc) {
+            if (buf_append(b, short_esc, 2) < 0) return -1;
+            i++;
+            continue;
+        }
+        if (c < 0x80) { /* other control characters and DEL */
+            if (put_u(b, c) < 0) return -1;
+            i++;
+            continue;
+        }
+        unsigned cp;
+        size_t bad;
+        size_t k = utf8_next(s + i, n - i, &cp, &bad);
+        if (k) {
+            if (put_cp(b, cp) < 0) return -1;
+            i += k;
+        } else if (mode == JSONW_REPLACE) {
+            if (put_u(b, 0xFFFD) < 0) return -1;
+            i += bad;
+        } else {
+            if (put_u(b, 0xDC00 | s[i]) < 0) return -1;
+            i++;
+        }
+    }
+    return buf_putc(b, '"');
+}
+
+int jsonw_cstr(struct buf *b, const char *s)
+{
+    return jsonw_str(b, s, strlen(s), JSONW_SURROGATEESCAPE);
+}
+
+int jsonw_key(struct buf *b, const char *key)
+{
+    if (jsonw_cstr(b, key) < 0) return -1;
+    return buf_append(b, ": ", 2);
+}
+
+int jsonw_double(struct buf *b, double d)
+{
+    char tmp[40], digits[24];
+    int prec, exp10;
+
+    if (isnan(d)) return buf_puts(b, "NaN");
+    if (isinf(d)) return buf_puts(b, d < 0 ? "-Infinity" : "Infinity");
+    if (d == 0) return buf_puts(b, signbit(d) ? "-0.0" : "0.0");
+    /* The shortest %e form that reads back to the same double: repr's digits. */
+    for (prec = 0; prec < 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec, d);
+        if (strtod(tmp, NULL) == d) break;
+    }
+    snprintf(tmp, sizeof tmp, "%.*e", prec, d);
+    /* Split "-d.ddde+XX" into sign, digits and exponent. */
+    const char *p = tmp;
+    int neg = 0, nd = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.') digits[nd++] = *p;
+    digits[nd] = 0;
+    exp10 = atoi(p + 1);
+    if (neg && buf_putc(b, '-') < 0) return -1;
+    /* repr switches to exponent form below 1e-4 and from 1e16 up. */
+    if (exp10 < -4 || exp10 >= 16) {
+        if (buf_putc(b, digits[0]) < 0) return -1;
+        if (nd > 1 && (buf_putc(b, '.') < 0 || buf_append(b, digits + 1, (size_t)nd - 1) < 0))
+            return -1;
+        return buf_printf(b, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
+    }
+    if (exp10 < 0) {
+        if (buf_puts(b, "0.") < 0) return -1;
+        for (int z = 0; z < -exp10 - 1; z++)
+            if (buf_putc(b, '0') < 0) return -1;
+        return buf_append(b, digits, (size_t)nd);
+    }
+    int intlen = exp10 + 1;
+    for (int k = 0; k < intlen; k++)
+        if (buf_putc(b, k < nd ? digits[k] : '0') < 0) return -1;
+    if (buf_putc(b, '.') < 0) return -1;
+    if (nd > intlen) return buf_append(b, digits + intlen, (size_t)(nd - intlen));
+    return buf_putc(b, '0');
+}

@@ -1,0 +1,62 @@
+/*
+ * nonce.c - protecting SANDBOX_JOB_NONCE (see nonce.h).
+ *
+ * The bash runner did `unset`, which only edits the shell's copy: the kernel
+ * keeps serving the original bytes through /proc/PID/environ for the life of
+ * the process. Here the bytes themselves are overwritten. PR_SET_DUMPABLE=0
+ * then makes /proc/PID/mem, environ, fd/N and ptrace need CAP_SYS_PTRACE, so
+ * the same uid and a root without that capability (Docker's default) get
+ * EACCES/EPERM, and no core dump is written.
+ */
+#include "nonce.h"
+#include "protocol.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+extern char **environ;
+
+int nonce_take(struct nonce *n, const char **err)
+{
+    static const char name[] = ENV_NONCE "=";
+    const size_t nl = sizeof name - 1;
+
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        *err = "cannot make the process non-dumpable (prctl PR_SET_DUMPABLE)";
+        return -1;
+    }
+    n->value = NULL;
+    n->len = 0;
+    /* Walk environ by hand: a duplicated entry must be wiped too. The first
+     * one wins, as getenv would return it. */
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, name, nl) != 0) continue;
+        if (!n->value) {
+            n->value = strdup(*e + nl);
+            if (!n->value) {
+                *err = "out of memory";
+                return -1;
+            }
+            n->len = strlen(n->value);
+        }
+        /* explicit_bzero is not in every libc; a volatile write loop is not
+         * optimised away either. */
+        volatile char *p = *e;
+        for (size_t i = 0; p[i]; i++) p[i] = '\0';
+    }
+    /* The wiped strings are now "" and no longer match; drop the slots so no
+     * child sees an empty name. */
+    char **w = environ;
+    for (char **r = environ; r && *r; r++)
+        if (**r) *w++ = *r;
+    if (w) *w = NULL;
+    if (!n->value) {
+        n->value = strdup("");
+        if (!n->value) {
+            *err = "out of memory";
+            return -1;
+        }
+    }
+    return 0;
+}

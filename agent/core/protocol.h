@@ -1,0 +1,59 @@
+/*
+ * protocol.h - every string that another program parses, defined once.
+ *
+ * The sentinels, environment variable names, defaults and exit codes below are
+ * the wire contract (README "Protocol"). Changing one is a compatibility break
+ * with clients and log scanners already deployed, not a rename. No other file
+ * spells these literals.
+ */
+#ifndef SA_PROTOCOL_H
+#define SA_PROTOCOL_H
+
+#define SA_NAME "sandbox-agent"
+#ifndef SA_VERSION
+#define SA_VERSION "0.1.0"
+#endif
+
+/* Sentinel prefixes: each starts a line on stdout (or stderr for `fs read`). */
+#define SENTINEL_RESULT "__SANDBOX_RESULT__"
+#define SENTINEL_REPLY "__SANDBOX_REPLY__"
+#define SENTINEL_REPLY_SEP "__"
+#define SENTINEL_FS "__SBX_FS__"
+#define SENTINEL_WATCH "__SBX_WATCH__"
+#define SENTINEL_WATCH_READY SENTINEL_WATCH "READY"
+#define SENTINEL_EXEC "__SBX_EXEC__"
+
+/* Environment of `run` and `session`. */
+#define ENV_INNER_ENTRY "SANDBOX_JOB_INNER_ENTRY"
+#define ENV_NONCE "SANDBOX_JOB_NONCE"
+#define ENV_RESULT "SANDBOX_RESULT"
+#define ENV_RESULT_MAX "SANDBOX_RESULT_MAX_BYTES"
+#define ENV_WEBHOOK "SANDBOX_JOB_WEBHOOK"
+#define ENV_JOB_ID "SANDBOX_JOB_ID"
+#define ENV_MAILBOX "SANDBOX_MAILBOX"
+
+/* Environment that tunes the agent itself. */
+#define ENV_LOG "SANDBOX_AGENT_LOG"
+#define ENV_SIGNAL_TARGET "SANDBOX_AGENT_SIGNAL_TARGET"
+#define ENV_GRACE "SANDBOX_AGENT_GRACE_SECONDS"
+
+#define DEFAULT_RESULT_PATH "/sandbox/result.json"
+#define FALLBACK_RESULT_PATH "/tmp/_sandbox_result.json"
+#define DEFAULT_RESULT_MAX (1024L * 1024L)
+#define DEFAULT_MAILBOX "/tmp/sandbox_mailbox.jsonl"
+#define DEFAULT_GRACE_SECONDS 5.0
+#define WEBHOOK_BUDGET_SECONDS 10.0
+#define MCP_STATUS_PATH "/snowflake/mcp/status.json"
+
+/* Job status words. */
+#define STATUS_SUCCEEDED "succeeded"
+#define STATUS_FAILED "failed"
+
+/* Exit codes. */
+#define EXIT_USAGE 2        /* usage or configuration error */
+#define EXIT_NOEXEC 126     /* command found but not executable */
+#define EXIT_NOTFOUND 127   /* command not found */
+#define EXIT_SIGNAL_BASE 128
+#define EXIT_WATCH_ROOT 3   /* watch: ROOT cannot be watched */
+
+#endif

@@ -1,0 +1,187 @@
+/*
+ * spawn.c - fork/exec with reliable exec errors, and the reaper (see spawn.h).
+ *
+ * Exec errors travel back through a close-on-exec pipe: a successful exec
+ * closes it (read sees EOF), a failed one writes errno into it first. That is
+ * the only way for the parent to tell "command not found" from a command that
+ * itself exits 127.
+ */
+#include "spawn.h"
+#include "log.h"
+#include "protocol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#ifndef NSIG
+#define NSIG 65
+#endif
+
+int spawn_exec_exit_code(int exec_errno)
+{
+    return exec_errno == ENOENT || exec_errno == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC;
+}
+
+int spawn_exit_code(int status)
+{
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return EXIT_SIGNAL_BASE + WTERMSIG(status);
+    return 255;
+}
+
+static void write_all_raw(int fd, const void *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        p = (const char *)p + w;
+        n -= (size_t)w;
+    }
+}
+
+/* In a new child, with every signal still blocked: default dispositions.
+ * They must be reset before unblocking, since a libev handler running in the
+ * child would write into the parent's wakeup pipe, and SIG_IGN (SIGPIPE)
+ * would survive exec. */
+static void child_reset_signals(void)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, NULL);
+}
+
+static void child_unblock_signals(void)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Runs in the child between fork and exec: async-signal-safe calls only. */
+static void child_setup_and_exec(const struct spawn_opts *o, int errfd)
+{
+    int e;
+
+    child_reset_signals();
+    if (o->new_pgrp) setpgid(0, 0);
+    /* Still fully blocked here, so SIGTTOU cannot stop us while a background
+     * group takes the terminal. */
+    if (o->tty_fd >= 0) tcsetpgrp(o->tty_fd, getpgrp());
+    child_unblock_signals();
+
+    if (o->stdin_fd >= 0 && dup2(o->stdin_fd, 0) < 0) goto fail;
+    if (o->stdout_fd >= 0 && dup2(o->stdout_fd, 1) < 0) goto fail;
+    if (o->stderr_fd >= 0 && dup2(o->stderr_fd, 2) < 0) goto fail;
+    if (o->cwd && chdir(o->cwd) < 0) goto fail;
+    execvp(o->argv[0], o->argv);
+fail:
+    e = errno;
+    write_all_raw(errfd, &e, sizeof e);
+    _exit(spawn_exec_exit_code(e));
+}
+
+pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t errlen)
+{
+    int pfd[2];
+    sigset_t all, old;
+    pid_t pid;
+
+    *exec_errno = 0;
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    /* Block everything across fork so no handler runs in the child. */
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        child_setup_and_exec(o, pfd[1]);
+    }
+    int fork_errno = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(pfd[1]);
+    if (pid < 0) {
+        close(pfd[0]);
+        snprintf(err, errlen, "fork: %s", strerror(fork_errno));
+        return -1;
+    }
+    /* Both sides set the group, so it exists before either relies on it. */
+    if (o->new_pgrp) setpgid(pid, pid);
+    for (;;) {
+        int e;
+        ssize_t r = read(pfd[0], &e, sizeof e);
+        if (r < 0 && errno == EINTR) continue;
+        if (r == (ssize_t)sizeof e) *exec_errno = e;
+        break;
+    }
+    close(pfd[0]);
+    return pid;
+}
+
+pid_t spawn_fork(int new_pgrp)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+        child_reset_signals();
+        if (new_pgrp) setpgid(0, 0);
+        child_unblock_signals();
+        return 0;
+    }
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid > 0 && new_pgrp) setpgid(pid, pid);
+    errno = e;
+    return pid;
+}
+
+static void on_child(struct ev_loop *loop, ev_child *w, int revents)
+{
+    (void)revents;
+    struct reaper_watch *rw = (struct reaper_watch *)w;
+    /* One status per watcher: stop before the callback may reuse it. */
+    ev_child_stop(loop, w);
+    rw->fn(loop, w->rpid, w->rstatus, rw->ctx);
+}
+
+void reaper_watch(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reaper_fn fn, void *ctx)
+{
+    rw->fn = fn;
+    rw->ctx = ctx;
+    ev_child_init(&rw->w, on_child, pid, 0);
+    ev_child_start(loop, &rw->w);
+}
+
+void reaper_unwatch(struct ev_loop *loop, struct reaper_watch *rw) { ev_child_stop(loop, &rw->w); }
+
+static ev_child any_child;
+
+static void on_any_child(struct ev_loop *loop, ev_child *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    log_debug("reaped pid %d (status 0x%x)", (int)w->rpid, (unsigned)w->rstatus);
+}
+
+void reaper_init(struct ev_loop *loop)
+{
+    /* pid 0 matches every child: this watcher sees orphans that have no
+     * watcher of their own. The reaping itself happens either way. */
+    ev_child_init(&any_child, on_any_child, 0, 0);
+    ev_child_start(loop, &any_child);
+    /* It must not keep the loop running. */
+    ev_unref(loop);
+}

@@ -1,0 +1,62 @@
+/*
+ * spawn.h - starting a child the way every mode needs it, and the one reaper.
+ *
+ * Owns fork/exec and the ev_child watchers. The only waitpid() of the agent is
+ * libev's SIGCHLD handler (waitpid(-1), all children, orphans included): it
+ * hands each status to the ev_child watcher registered for that pid here, so no
+ * two code paths can race for an exit status. Nothing else in the agent may
+ * call wait*().
+ */
+#ifndef SA_SPAWN_H
+#define SA_SPAWN_H
+
+#include <ev.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct spawn_opts {
+    char *const *argv;  /* argv[0] is searched in PATH as execvp does */
+    int new_pgrp;       /* child leads a new process group */
+    int tty_fd;         /* >= 0: give this terminal's foreground to the child's group */
+    int stdin_fd;       /* >= 0: becomes the child's fd 0; -1 inherits */
+    int stdout_fd;      /* >= 0: becomes the child's fd 1; -1 inherits */
+    int stderr_fd;      /* >= 0: becomes the child's fd 2; -1 inherits */
+    const char *cwd;    /* NULL: the agent's */
+};
+
+/*
+ * Fork and exec. Returns the pid (> 0) when the child started, whether or not
+ * exec succeeded: *exec_errno is 0 when it did, else the errno of execvp, and
+ * the child has then exited with 127 (ENOENT) or 126 (anything else), as a
+ * shell would. Returns -1 with a message in err when no child could be made.
+ */
+pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t errlen);
+
+/* fork() for a helper that runs our own code (no exec): the child starts
+ * with default signal dispositions and an empty mask, as after spawn_child.
+ * Returns as fork() does. */
+pid_t spawn_fork(int new_pgrp);
+
+/* The exit code a shell reports for an exec error. */
+int spawn_exec_exit_code(int exec_errno);
+
+/* Exit code of a wait status: the status, or 128+N for death by signal N. */
+int spawn_exit_code(int status);
+
+typedef void (*reaper_fn)(struct ev_loop *loop, pid_t pid, int status, void *ctx);
+
+struct reaper_watch {
+    ev_child w;
+    reaper_fn fn;
+    void *ctx;
+};
+
+/* Hand the exit status of pid to fn, once. Start it before the loop runs
+ * again after the fork, so no status is missed. */
+void reaper_watch(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reaper_fn fn, void *ctx);
+void reaper_unwatch(struct ev_loop *loop, struct reaper_watch *rw);
+
+/* Log (at debug) every reaped process without its own watcher: orphans. */
+void reaper_init(struct ev_loop *loop);
+
+#endif

@@ -1,0 +1,10 @@
+/*
+ * mcpstatus.h - `sandbox-agent mcp-status`.
+ */
+#ifndef SA_MCPSTATUS_H
+#define SA_MCPSTATUS_H
+
+/* argv[0] is "mcp-status". Returns the process exit code. */
+int mcp_status_main(int argc, char **argv);
+
+#endif

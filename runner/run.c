@@ -1,0 +1,311 @@
+/*
+ * run.c - `sandbox-agent run`: run one job as a child, supervise it as an init
+ * would, then report its outcome (sentinel line, webhook) and exit with its
+ * exit code. A drop-in for the bash job runner: same environment, same
+ * sentinel, same exit code, minus its holes (ignored SIGTERM, leaked zombies,
+ * a nonce readable in /proc).
+ *
+ * Owns the job's lifecycle only. Signals, spawning, reaping, the nonce, the
+ * outcome format, the result file, the relay and the webhook each live in
+ * their own file; this one decides the order they happen in.
+ */
+#include "run.h"
+#include "entry.h"
+#include "relay.h"
+#include "result.h"
+#include "sentinel.h"
+#include "webhook.h"
+#include "agent/core/io.h"
+#include "agent/core/log.h"
+#include "agent/core/nonce.h"
+#include "agent/core/pid1.h"
+#include "agent/core/protocol.h"
+#include "agent/core/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+static const char run_usage[] =
+    "usage: " SA_NAME " run [-- CMD [ARG...]]\n"
+    "\n"
+    "Run a job as PID 1: forward signals to it, reap every zombie, then print\n"
+    "one " SENTINEL_RESULT "<base64 JSON> line and exit with the job's exit code.\n"
+    "\n"
+    "The command comes from `-- CMD ARG...`, else from " ENV_INNER_ENTRY "\n"
+    "(a JSON array of strings).\n"
+    "\n"
+    "environment:\n"
+    "  " ENV_INNER_ENTRY "  JSON array: the argv to run\n"
+    "  " ENV_NONCE "        secret copied into the result; hidden from the job\n"
+    "  " ENV_RESULT "           where the job may write a JSON object (default " DEFAULT_RESULT_PATH ")\n"
+    "  " ENV_RESULT_MAX " largest accepted result file (default 1048576)\n"
+    "  " ENV_WEBHOOK "      http:// or https:// URL the outcome is POSTed to\n"
+    "  " ENV_JOB_ID "           copied into the webhook payload\n"
+    "  " ENV_GRACE " seconds between SIGTERM/SIGINT and SIGKILL (default 5)\n"
+    "  " ENV_SIGNAL_TARGET " 'group' (default) or 'child'\n"
+    "  " ENV_LOG "          debug | info | warn (default warn)\n"
+    "\n"
+    "exit status: the job's, 128+N if signal N killed it, 126 not executable,\n"
+    "127 not found, 2 usage or configuration error.\n";
+
+struct run_state {
+    struct ev_loop *loop;
+    struct pid1_config cfg;
+    pid_t child;
+    int exited;
+    int status;
+    ev_timer grace;
+    int grace_started;
+    struct reaper_watch rw;
+};
+
+static void on_grace_expired(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct run_state *st = w->data;
+    if (st->exited) return;
+    log_warn("job still running %.3g s after the stop signal; sending SIGKILL", st->cfg.grace);
+    /* The whole group: a shell that forwards nothing must not leave its
+     * children running. And the child itself, in case it left the group. */
+    kill(-st->child, SIGKILL);
+    kill(st->child, SIGKILL);
+}
+
+static void on_signal(struct ev_loop *loop, int sig, void *ctx)
+{
+    struct run_state *st = ctx;
+    if (st->exited) return; /* reporting already: nothing left to signal */
+    pid1_forward(st->child, sig, st->cfg.to_group);
+    /* SIGTERM (docker stop) and SIGINT (Ctrl-C without a terminal) are
+     * requests to stop: the job gets the grace period to exit by itself. A
+     * second one is forwarded again but does not restart the clock. */
+    if ((sig == SIGTERM || sig == SIGINT) && !st->grace_started) {
+        st->grace_started = 1;
+        ev_timer_init(&st->grace, on_grace_expired, st->cfg.grace, 0);
+        st->grace.data = st;
+        ev_timer_start(loop, &st->grace);
+    }
+}
+
+static void on_child_exit(struct ev_loop *loop, pid_t pid, int status, void *ctx)
+{
+    (void)pid;
+    struct run_state *st = ctx;
+    st->exited = 1;
+    st->status = status;
+    if (st->grace_started) ev_timer_stop(loop, &st->grace);
+    ev_break(loop, EVBREAK_ALL);
+}
+
+/* Step 1 of the contract: the result directory, or the fallback path. */
+static int prepare_result_path(char **path_out)
+{
+    const char *p = getenv(ENV_RESULT);
+    char *path = strdup(p && *p ? p : DEFAULT_RESULT_PATH);
+    if (!path) return -1;
+    char *slash = strrchr(path, '/');
+    if (slash && slash != path) {
+        *slash = '\0';
+        int r = io_mkdir_p(path, 0777);
+        int e = errno;
+        *slash = '/';
+        if (r < 0) {
+            log_warn("cannot create the directory of %s: %s; using " FALLBACK_RESULT_PATH, path,
+                     strerror(e));
+            free(path);
+            path = strdup(FALLBACK_RESULT_PATH);
+            if (!path) return -1;
+            if (io_mkdir_p("/tmp", 01777) < 0)
+                log_warn("cannot create /tmp: %s", strerror(errno));
+        }
+    }
+    if (setenv(ENV_RESULT, path, 1) < 0) {
+        free(path);
+        return -1;
+    }
+    *path_out = path;
+    return 0;
+}
+
+/* Print the sentinel; it must start a line on stdout. */
+static void print_sentinel(const char *core, size_t n, int at_line_start)
+{
+    struct buf line;
+    buf_init(&line, (size_t)-1 / 2);
+    if ((!at_line_start && buf_putc(&line, '\n') < 0) || sentinel_line(&line, core, n) < 0) {
+        log_error("out of memory building the sentinel");
+        buf_free(&line);
+        return;
+    }
+    if (io_write_all(STDOUT_FILENO, line.data, line.len) < 0)
+        log_error("cannot write the sentinel to stdout: %s", strerror(errno));
+    buf_free(&line);
+}
+
+static int parse_args(int argc, char **argv, char ***cmd, int *help)
+{
+    int i = 1;
+    *cmd = NULL;
+    *help = 0;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            if (i >= argc) {
+                log_error("run: no command after --");
+                return -1;
+            }
+            break;
+        }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            *help = 1;
+            return 0;
+        }
+        if (argv[i][0] == '-') {
+            log_error("run: unknown option '%s' (see run --help)", argv[i]);
+            return -1;
+        }
+        break; /* first word of the command */
+    }
+    if (i < argc) *cmd = argv + i;
+    return 0;
+}
+
+int run_main(int argc, char **argv)
+{
+    struct nonce nonce;
+    const char *cerr = NULL;
+    char err[512];
+    char **cmd, **entry = NULL;
+    int help;
+    struct run_state st;
+    size_t result_max;
+    char *result_path = NULL;
+
+    /* The secret goes first, before anything can fork or copy the environment. */
+    if (nonce_take(&nonce, &cerr) < 0) {
+        log_error("%s", cerr);
+        return EXIT_USAGE;
+    }
+    if (log_init(&cerr) < 0) {
+        log_error("%s", cerr);
+        return EXIT_USAGE;
+    }
+    if (parse_args(argc, argv, &cmd, &help) < 0) return EXIT_USAGE;
+    if (help) {
+        fputs(run_usage, stdout);
+        return 0;
+    }
+    if (!cmd) {
+        const char *text = getenv(ENV_INNER_ENTRY);
+        if (entry_decode(text, text ? strlen(text) : 0, &entry, err, sizeof err) < 0) {
+            log_error("%s", err);
+            return EXIT_USAGE;
+        }
+        cmd = entry;
+    }
+    memset(&st, 0, sizeof st);
+    if (pid1_config_read(&st.cfg, err, sizeof err) < 0 || result_max_bytes(&result_max, err, sizeof err) < 0) {
+        log_error("%s", err);
+        return EXIT_USAGE;
+    }
+    if (prepare_result_path(&result_path) < 0) {
+        log_error("out of memory");
+        return EXIT_USAGE;
+    }
+    io_cloexec_inherited();
+
+    st.loop = ev_default_loop(EVFLAG_AUTO);
+    if (!st.loop) {
+        log_error("cannot start the event loop");
+        return EXIT_USAGE;
+    }
+    reaper_init(st.loop);
+    if (pid1_init(st.loop, on_signal, &st, &cerr) < 0) {
+        log_error("%s", cerr);
+        return EXIT_USAGE;
+    }
+
+    /* The job's stdout goes through us unless it is a terminal: the job must
+     * then see a real TTY (isatty, job control) and we cannot interpose. */
+    struct relay relay;
+    int pipefd[2] = {-1, -1};
+    int relaying = !isatty(STDOUT_FILENO);
+    if (relaying && pipe2(pipefd, O_CLOEXEC) < 0) {
+        log_warn("cannot create the stdout relay pipe: %s; the job writes to stdout directly",
+                 strerror(errno));
+        relaying = 0;
+    }
+    /* With a controlling terminal in the foreground, hand it to the job so
+     * Ctrl-C and job control reach it, as in a shell. */
+    int tty_fd = (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp()) ? STDIN_FILENO : -1;
+
+    struct spawn_opts so = {cmd, 1, tty_fd, -1, relaying ? pipefd[1] : -1, -1, NULL};
+    int exec_errno;
+    st.child = spawn_child(&so, &exec_errno, err, sizeof err);
+    if (relaying) close(pipefd[1]);
+    int exit_code;
+    if (st.child < 0) {
+        log_error("cannot start the job: %s", err);
+        exit_code = EXIT_NOEXEC;
+    } else {
+        if (exec_errno)
+            log_error("cannot run '%s': %s", cmd[0],
+                      exec_errno == ENOENT ? "command not found" : strerror(exec_errno));
+        reaper_watch(st.loop, &st.rw, st.child, on_child_exit, &st);
+        if (relaying) relay_start(&relay, st.loop, pipefd[0], STDOUT_FILENO);
+        log_debug("job started as pid %d", (int)st.child);
+        while (!st.exited) ev_run(st.loop, 0);
+        exit_code = exec_errno ? spawn_exec_exit_code(exec_errno) : spawn_exit_code(st.status);
+        log_info("job exited with code %d", exit_code);
+    }
+    int at_line_start = 1;
+    if (relaying) {
+        relay_finish(&relay);
+        at_line_start = relay_at_line_start(&relay);
+    } else if (isatty(STDOUT_FILENO)) {
+        /* The job wrote to the terminal directly: whether its output ended a
+         * line is unknowable, and a sentinel glued to a line is lost. */
+        at_line_start = 0;
+    }
+
+    struct job_result res;
+    result_read(result_path, result_max, &res);
+    if (res.error[0]) log_warn("%s: %s", result_path, res.error);
+    struct job_outcome o = {exit_code, res.raw, res.len, res.error, nonce.value, nonce.len};
+    struct buf core;
+    buf_init(&core, (size_t)-1 / 2);
+    if (sentinel_json(&core, &o, NULL) < 0) {
+        log_error("out of memory building the outcome");
+    } else {
+        print_sentinel(core.data, core.len, at_line_start);
+    }
+    /* As PID 1 the kernel kills everything left when we exit. Do it now, so
+     * no leftover process of the job lives alongside the webhook POST. */
+    if (pid1_is_init()) kill(-1, SIGKILL);
+
+    const char *hook = getenv(ENV_WEBHOOK);
+    if (hook && *hook) {
+        const char *job_id = getenv(ENV_JOB_ID);
+        struct buf payload;
+        buf_init(&payload, (size_t)-1 / 2);
+        if (sentinel_json(&payload, &o, job_id ? job_id : "") < 0)
+            log_error("out of memory building the webhook payload");
+        else
+            webhook_post(st.loop, hook, payload.data, payload.len, WEBHOOK_BUDGET_SECONDS);
+        buf_free(&payload);
+    }
+    buf_free(&core);
+    result_free(&res);
+    pid1_stop(st.loop);
+    entry_free(entry);
+    free(result_path);
+    free(nonce.value);
+    return exit_code;
+}

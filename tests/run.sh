@@ -1,0 +1,74 @@
+#!/bin/sh
+# Run the test suites named on the command line, keep going past failures, and
+# finish with one line "N passed, M failed" (exit 1 when M > 0 or a suite broke).
+#
+#   tests/run.sh [--unit BIN...] [--integration AGENT]... [--fuzz SECONDS BIN...]
+set -u
+PYTHON=${PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+passed=0
+failed=0
+broken=""
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+count() { # $1=pattern (with one number group) in $log; prints the number or 0
+    sed -n "$1" "$log" | tail -n 1 | grep -o '[0-9]\+' | head -n 1 || true
+}
+
+run_unit() {
+    for bin in "$@"; do
+        echo "== unit: $bin"
+        "$bin" >"$log" 2>&1
+        rc=$?
+        cat "$log"
+        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+        passed=$((passed + ${p:-0}))
+        failed=$((failed + ${f:-0}))
+        if [ $rc -ne 0 ] && [ "${f:-0}" = 0 ]; then failed=$((failed + 1)); broken="$broken $bin"; fi
+    done
+}
+
+run_integration() {
+    echo "== integration: $1"
+    SANDBOX_AGENT="$1" "$PYTHON" -m pytest -q -p no:cacheprovider "$here/integration" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    last=$(grep -E '[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
+    p=$(printf '%s' "$last" | grep -o '[0-9]\+ passed' | grep -o '[0-9]\+')
+    f=$(printf '%s' "$last" | grep -o '[0-9]\+ failed' | grep -o '[0-9]\+')
+    e=$(printf '%s' "$last" | grep -o '[0-9]\+ error' | grep -o '[0-9]\+')
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0} + ${e:-0}))
+    if [ $rc -ne 0 ] && [ $((${f:-0} + ${e:-0})) = 0 ]; then failed=$((failed + 1)); broken="$broken pytest($1)"; fi
+}
+
+run_fuzz() {
+    secs=$1
+    shift
+    for bin in "$@"; do
+        echo "== fuzz: $bin for ${secs}s"
+        if "$here/fuzz/run.sh" "$secs" "$bin"; then passed=$((passed + 1)); else failed=$((failed + 1)); broken="$broken $bin"; fi
+    done
+}
+
+mode=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --unit) mode=unit; shift ;;
+    --integration) run_integration "$2"; mode=""; shift 2 ;;
+    --fuzz) mode=fuzz; secs=$2; fuzz_bins=""; shift 2 ;;
+    *)
+        case $mode in
+        unit) run_unit "$1" ;;
+        fuzz) run_fuzz "$secs" "$1" ;;
+        *) echo "tests/run.sh: unexpected argument $1" >&2; exit 2 ;;
+        esac
+        shift ;;
+    esac
+done
+
+[ -n "$broken" ] && echo "suites that failed to run:$broken"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
