@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -46,6 +47,25 @@ static void write_all_raw(int fd, const void *p, size_t n)
     }
 }
 
+/*
+ * Blocking "everything" around fork, and restoring afterwards, goes through
+ * the raw syscall: the C library's sigprocmask() hides the signals it
+ * reserves (32-34) from the old mask it returns, so restoring that mask
+ * would silently unblock the reserved signals pid1.c reads from a signalfd.
+ */
+typedef unsigned long long ksigset; /* the kernel's 64-signal set */
+
+static void block_all(ksigset *old)
+{
+    ksigset all = ~0ULL;
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, old, sizeof all);
+}
+
+static void restore_mask(const ksigset *old)
+{
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof *old);
+}
+
 /* In a new child, with every signal still blocked: default dispositions.
  * They must be reset before unblocking, since a libev handler running in the
  * child would write into the parent's wakeup pipe, and SIG_IGN (SIGPIPE)
@@ -61,9 +81,8 @@ static void child_reset_signals(void)
 
 static void child_unblock_signals(void)
 {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    ksigset none = 0;
+    restore_mask(&none);
 }
 
 /* Runs in the child between fork and exec: async-signal-safe calls only. */
@@ -92,7 +111,7 @@ fail:
 pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t errlen)
 {
     int pfd[2];
-    sigset_t all, old;
+    ksigset old;
     pid_t pid;
 
     *exec_errno = 0;
@@ -101,15 +120,14 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t
         return -1;
     }
     /* Block everything across fork so no handler runs in the child. */
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, &old);
+    block_all(&old);
     pid = fork();
     if (pid == 0) {
         close(pfd[0]);
         child_setup_and_exec(o, pfd[1]);
     }
     int fork_errno = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    restore_mask(&old);
     close(pfd[1]);
     if (pid < 0) {
         close(pfd[0]);
@@ -131,9 +149,8 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t
 
 pid_t spawn_fork(int new_pgrp)
 {
-    sigset_t all, old;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, &old);
+    ksigset old;
+    block_all(&old);
     pid_t pid = fork();
     if (pid == 0) {
         child_reset_signals();
@@ -142,7 +159,7 @@ pid_t spawn_fork(int new_pgrp)
         return 0;
     }
     int e = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    restore_mask(&old);
     if (pid > 0 && new_pgrp) setpgid(pid, pid);
     errno = e;
     return pid;

@@ -1,0 +1,248 @@
+/*
+ * fsout.c - the `fs` result line, error objects and ENTRY objects (see fsout.h).
+ *
+ * Every byte string (names, paths, link targets) is written surrogateescape,
+ * so a Python client's os.fsencode() gives back the exact bytes; numbers and
+ * separators are what json.dumps prints, so the line is byte-identical to the
+ * python3 -c helpers it replaces.
+ */
+#include "fsout.h"
+#include "agent/core/io.h"
+#include "agent/core/jsonw.h"
+#include "agent/core/log.h"
+#include "agent/core/protocol.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int out_fd = STDOUT_FILENO;
+
+void fsout_set_fd(int fd) { out_fd = fd; }
+
+int fsout_line(struct buf *json)
+{
+    struct buf line;
+    /* The payload is already bounded by whoever built it. */
+    buf_init(&line, (size_t)-1 / 2);
+    if (buf_puts(&line, SENTINEL_FS) < 0 || buf_append(&line, json->data, json->len) < 0 ||
+        buf_putc(&line, '\n') < 0) {
+        buf_free(&line);
+        log_error("fs: out of memory building the result line");
+        return -1;
+    }
+    int r = io_write_all(out_fd, line.data, line.len);
+    if (r < 0) log_error("fs: cannot write the result line: %s", strerror(errno));
+    buf_free(&line);
+    return r;
+}
+
+#define E(x) {x, #x},
+static const struct {
+    int e;
+    const char *name;
+} errno_names[] = {
+    /* Python's errno.errorcode names (EAGAIN, EDEADLOCK, ENOTSUP for the aliases). */
+    E(EPERM) E(ENOENT) E(ESRCH) E(EINTR) E(EIO) E(ENXIO) E(E2BIG) E(ENOEXEC) E(EBADF) E(ECHILD)
+    E(EAGAIN) E(ENOMEM) E(EACCES) E(EFAULT) E(ENOTBLK) E(EBUSY) E(EEXIST) E(EXDEV) E(ENODEV)
+    E(ENOTDIR) E(EISDIR) E(EINVAL) E(ENFILE) E(EMFILE) E(ENOTTY) E(ETXTBSY) E(EFBIG) E(ENOSPC)
+    E(ESPIPE) E(EROFS) E(EMLINK) E(EPIPE) E(EDOM) E(ERANGE) E(EDEADLOCK) E(ENAMETOOLONG)
+    E(ENOLCK) E(ENOSYS) E(ENOTEMPTY) E(ELOOP) E(ENOMSG) E(EIDRM) E(ECHRNG) E(EL2NSYNC) E(EL3HLT)
+    E(EL3RST) E(ELNRNG) E(EUNATCH) E(ENOCSI) E(EL2HLT) E(EBADE) E(EBADR) E(EXFULL) E(ENOANO)
+    E(EBADRQC) E(EBADSLT) E(EBFONT) E(ENOSTR) E(ENODATA) E(ETIME) E(ENOSR) E(ENONET) E(ENOPKG)
+    E(EREMOTE) E(ENOLINK) E(EADV) E(ESRMNT) E(ECOMM) E(EPROTO) E(EMULTIHOP) E(EDOTDOT)
+    E(EBADMSG) E(EOVERFLOW) E(ENOTUNIQ) E(EBADFD) E(EREMCHG) E(ELIBACC) E(ELIBBAD) E(ELIBSCN)
+    E(ELIBMAX) E(ELIBEXEC) E(EILSEQ) E(ERESTART) E(ESTRPIPE) E(EUSERS) E(ENOTSOCK)
+    E(EDESTADDRREQ) E(EMSGSIZE) E(EPROTOTYPE) E(ENOPROTOOPT) E(EPROTONOSUPPORT)
+    E(ESOCKTNOSUPPORT) E(ENOTSUP) E(EPFNOSUPPORT) E(EAFNOSUPPORT) E(EADDRINUSE) E(EADDRNOTAVAIL)
+    E(ENETDOWN) E(ENETUNREACH) E(ENETRESET) E(ECONNABORTED) E(ECONNRESET) E(ENOBUFS) E(EISCONN)
+    E(ENOTCONN) E(ESHUTDOWN) E(ETOOMANYREFS) E(ETIMEDOUT) E(ECONNREFUSED) E(EHOSTDOWN)
+    E(EHOSTUNREACH) E(EALREADY) E(EINPROGRESS) E(ESTALE) E(EUCLEAN) E(ENOTNAM) E(ENAVAIL)
+    E(EISNAM) E(EREMOTEIO) E(EDQUOT) E(ENOMEDIUM) E(EMEDIUMTYPE) E(ECANCELED) E(ENOKEY)
+    E(EKEYEXPIRED) E(EKEYREVOKED) E(EKEYREJECTED) E(EOWNERDEAD) E(ENOTRECOVERABLE) E(ERFKILL)
+};
+#undef E
+
+const char *fs_errno_name(int e)
+{
+    for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++)
+        if (errno_names[i].e == e) return errno_names[i].name;
+    return NULL;
+}
+
+int fs_errno_status(int e)
+{
+    switch (e) {
+    case ENOENT:
+    case ENOTDIR:
+    case EACCES:
+    case EPERM:
+    case ELOOP:
+    case ENAMETOOLONG:
+        return EXIT_FS_MISSING;
+    case EISDIR:
+        return EXIT_FS_ISDIR;
+    case FS_ENOTREG:
+        return EXIT_FS_NOTREG;
+    case EFBIG:
+        return EXIT_FS_TOO_LARGE;
+    default:
+        return EXIT_FS_FAILED;
+    }
+}
+
+int fs_error_json(struct buf *b, int e, const char *message, const char *path)
+{
+    char code[32];
+    const char *name = e == FS_ENOTREG ? "ENOTREG" : fs_errno_name(e);
+    if (!name) {
+        /* An errno newer than our table: still a stable, parseable code. */
+        snprintf(code, sizeof code, "E%d", e);
+        name = code;
+    }
+    if (!message) message = e == FS_ENOTREG ? "Not a regular file" : strerror(e);
+    if (jsonw_key(b, "error") < 0 || buf_putc(b, '{') < 0 || jsonw_key(b, "code") < 0 ||
+        jsonw_cstr(b, name) < 0 || buf_puts(b, ", ") < 0 || jsonw_key(b, "errno") < 0)
+        return -1;
+    if (e == FS_ENOTREG ? buf_puts(b, "null") : buf_printf(b, "%d", e)) return -1;
+    if (buf_puts(b, ", ") < 0 || jsonw_key(b, "message") < 0 ||
+        jsonw_str(b, message, strlen(message), JSONW_REPLACE) < 0 || buf_puts(b, ", ") < 0 ||
+        jsonw_key(b, "path") < 0 || jsonw_cstr(b, path ? path : "") < 0)
+        return -1;
+    return buf_putc(b, '}');
+}
+
+int fs_fail(const char *op, int e, const char *message, const char *path)
+{
+    struct buf b;
+    /* Bounded by the path (argv or a tree path) plus a short message. */
+    buf_init(&b, (size_t)-1 / 2);
+    const char *msg = message ? message : e == FS_ENOTREG ? "Not a regular file" : strerror(e);
+    log_warn("fs %s: %s: %s", op, path ? path : "", msg);
+    if (buf_puts(&b, "{\"ok\": false, ") == 0 && fs_error_json(&b, e, message, path) == 0 &&
+        buf_putc(&b, '}') == 0)
+        fsout_line(&b);
+    else
+        log_error("fs %s: out of memory", op);
+    buf_free(&b);
+    return fs_errno_status(e);
+}
+
+const char *fs_type_name(mode_t m)
+{
+    switch (m & S_IFMT) {
+    case S_IFREG: return "file";
+    case S_IFDIR: return "dir";
+    case S_IFLNK: return "symlink";
+    case S_IFIFO: return "fifo";
+    case S_IFSOCK: return "socket";
+    case S_IFCHR: return "char";
+    case S_IFBLK: return "block";
+    default: return "unknown";
+    }
+}
+
+double fs_mtime(const struct stat *st)
+{
+    /* Exactly CPython's fill_time(): (double)sec + nsec * 1e-9. */
+    return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec * 1e-9;
+}
+
+/*
+ * Why not jsonw_double for every mtime: it searches the shortest repr with
+ * up to 17 snprintf/strtod rounds, which in musl costs ~20 us per entry and
+ * dominated `fs list`. For 1 <= d < 1e15 (every real mtime) the shortest
+ * round-trip decimal is found exactly with integer arithmetic: d = M / 2^q,
+ * the values that round to d lie within half an ulp of it, and the answer is
+ * the fewest fractional digits k for which a k-digit decimal lies in that
+ * interval, the one nearest d (Python's repr, David Gay's mode 0). Below 1e15
+ * repr prints no exponent and ulp <= 1/8, so fewer fraction digits is
+ * exactly fewer significant digits. Anything else goes to jsonw_double.
+ */
+int fs_put_double(struct buf *b, double d)
+{
+    if (!(d >= 1.0 && d < 1e15)) {
+        if (d <= -1.0 && d > -1e15) {
+            if (buf_putc(b, '-') < 0) return -1;
+            return fs_put_double(b, -d);
+        }
+        return jsonw_double(b, d);
+    }
+    int ex;
+    double fr = frexp(d, &ex);                  /* d = fr * 2^ex, fr in [0.5, 1) */
+    uint64_t m = (uint64_t)ldexp(fr, 53);        /* 53-bit mantissa, exact */
+    int shift = 53 - ex + 2;                     /* value = X / 2^shift, X in quarter ulps */
+    typedef unsigned __int128 u128;
+    u128 mid = (u128)m << 2, hi = mid + 2;
+    u128 lo = m == (1ull << 52) ? mid - 1 : mid - 2; /* a power of two: the gap below is half */
+    int inclusive = !(m & 1);                    /* round-half-even keeps even ends */
+    u128 scale = 1;
+    u128 one = (u128)1 << shift;
+    for (int k = 0; k <= 17; k++, scale *= 10) {
+        u128 l = lo * scale, h = hi * scale, c = mid * scale;
+        u128 nlo = (l + one - 1) >> shift;       /* ceil */
+        if (!inclusive && (l & (one - 1)) == 0) nlo++;
+        u128 nhi = h >> shift;                   /* floor */
+        if (!inclusive && (h & (one - 1)) == 0) nhi--;
+        if (nlo > nhi) continue;
+        u128 n = c >> shift, rem = c & (one - 1);
+        if (rem > (one >> 1) || (rem == (one >> 1) && (n & 1))) n++;
+        if (n < nlo) n = nlo;
+        if (n > nhi) n = nhi;
+        uint64_t ip = (uint64_t)(n / scale), fp = (uint64_t)(n % scale);
+        if (k == 0) return buf_printf(b, "%llu.0", (unsigned long long)ip);
+        return buf_printf(b, "%llu.%0*llu", (unsigned long long)ip, k, (unsigned long long)fp);
+    }
+    return jsonw_double(b, d);
+}
+
+int fs_entry_json(struct buf *b, const char *name, size_t nlen, const char *path, size_t plen,
+                  const struct stat *st, const char *target, size_t tlen)
+{
+    if (buf_putc(b, '{') < 0 || jsonw_key(b, "name") < 0 ||
+        jsonw_str(b, name, nlen, JSONW_SURROGATEESCAPE) < 0 || buf_puts(b, ", ") < 0 ||
+        jsonw_key(b, "path") < 0 || jsonw_str(b, path, plen, JSONW_SURROGATEESCAPE) < 0 ||
+        buf_puts(b, ", ") < 0 || jsonw_key(b, "type") < 0 ||
+        jsonw_cstr(b, fs_type_name(st->st_mode)) < 0 ||
+        buf_printf(b, ", \"size\": %lld, \"mode\": %u, \"mtime\": ", (long long)st->st_size,
+                   (unsigned)(st->st_mode & 07777)) < 0 ||
+        fs_put_double(b, fs_mtime(st)) < 0 ||
+        buf_printf(b, ", \"uid\": %u, \"gid\": %u", (unsigned)st->st_uid, (unsigned)st->st_gid) < 0)
+        return -1;
+    if (target && (buf_puts(b, ", ") < 0 || jsonw_key(b, "target") < 0 ||
+                   jsonw_str(b, target, tlen, JSONW_SURROGATEESCAPE) < 0))
+        return -1;
+    return buf_putc(b, '}');
+}
+
+char *fs_readlink(int dirfd, const char *name, size_t *len)
+{
+    size_t cap = 256;
+    for (;;) {
+        char *p = malloc(cap);
+        if (!p) return NULL;
+        ssize_t n = readlinkat(dirfd, name, p, cap);
+        if (n < 0) {
+            int e = errno;
+            free(p);
+            errno = e;
+            return NULL;
+        }
+        if ((size_t)n < cap) {
+            *len = (size_t)n;
+            return p;
+        }
+        free(p);
+        /* Truncated: try larger, up to a bound no real target reaches. */
+        if (cap >= 65536) {
+            errno = ENAMETOOLONG;
+            return NULL;
+        }
+        cap *= 4;
+    }
+}

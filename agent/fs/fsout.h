@@ -1,0 +1,74 @@
+/*
+ * fsout.h - what every `fs` op prints: the `__SBX_FS__` result line, the
+ * error object with its exit status, and the ENTRY object of PROTOCOL.md §3.
+ *
+ * Owns the output format of `fs` and the errno -> exit status mapping. Does
+ * not touch the filesystem beyond the lstat/readlink an ENTRY needs.
+ */
+#ifndef SA_FSOUT_H
+#define SA_FSOUT_H
+
+#include "agent/core/buf.h"
+
+#include <sys/stat.h>
+
+/* Exit statuses of `fs` (PROTOCOL.md §3, the reserved statuses of the
+ * backend contract). TODO(lead): move to agent/core/protocol.h. */
+#define EXIT_FS_FAILED 1      /* anything else */
+#define EXIT_FS_MISSING 66    /* missing or unreadable */
+#define EXIT_FS_ISDIR 67      /* a directory where a file was needed */
+#define EXIT_FS_NOTREG 68     /* not a regular file */
+#define EXIT_FS_TOO_LARGE 69  /* over --max-bytes */
+
+/* Pseudo-errno for "not a regular file": no errno says it, so the error
+ * object carries code "ENOTREG" and "errno": null. */
+#define FS_ENOTREG (-1)
+
+/* Where the result line goes: stdout, except for `read` (stderr). */
+void fsout_set_fd(int fd);
+
+/* Write `__SBX_FS__` + json + "\n" to the result fd in one write.
+ * Returns 0, or -1 when it could not be written (logged). */
+int fsout_line(struct buf *json);
+
+/* The symbolic name of an errno value ("ENOENT"), or NULL when unknown. */
+const char *fs_errno_name(int e);
+
+/* Exit status for an errno (or FS_ENOTREG). */
+int fs_errno_status(int e);
+
+/* Append the error object `"error": {...}` (key included) to b. message may be
+ * NULL for strerror(e). Path is bytes, written surrogateescape. */
+int fs_error_json(struct buf *b, int e, const char *message, const char *path);
+
+/*
+ * Print `{"ok": false, "error": {...}}` as the result line, log one stderr
+ * line, and return the exit status for e. Every failed op ends here.
+ */
+int fs_fail(const char *op, int e, const char *message, const char *path);
+
+/* "file", "dir", "symlink", "fifo", "socket", "char", "block" (or "unknown"). */
+const char *fs_type_name(mode_t m);
+
+/* st_mtime as Python's os.stat gives it: sec + nsec * 1e-9, as a double. */
+double fs_mtime(const struct stat *st);
+
+/* A double as Python's repr writes it (same output as jsonw_double, faster
+ * for the values mtimes take). */
+int fs_put_double(struct buf *b, double d);
+
+/*
+ * Append one ENTRY object for st. name/path are byte strings (nlen/plen
+ * bytes). For a symlink, target (tlen bytes) is added as "target" when not
+ * NULL.
+ */
+int fs_entry_json(struct buf *b, const char *name, size_t nlen, const char *path, size_t plen,
+                  const struct stat *st, const char *target, size_t tlen);
+
+/*
+ * readlinkat into a malloc'd buffer (not NUL-terminated); *len is set.
+ * Returns NULL with errno set. Bounded at 64 KiB (PATH_MAX is 4 KiB on Linux).
+ */
+char *fs_readlink(int dirfd, const char *name, size_t *len);
+
+#endif

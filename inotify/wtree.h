@@ -1,0 +1,93 @@
+/*
+ * wtree.h - the watcher's model of the watched tree: one node per watched
+ * directory, found by inotify watch descriptor or by (parent, name), each
+ * knowing its parent so that its path is rebuilt from ROOT when an event is
+ * printed. A rename is then one pointer and one name change, and every
+ * descendant follows without being touched.
+ *
+ * Pure bookkeeping: no system calls. inotify/watch.c owns the inotify fd and
+ * decides when nodes are added, moved and dropped.
+ *
+ * Bounds: at most `max_nodes` nodes (wtree_add fails past it); the hash tables
+ * grow with the node count; the pending-IN_IGNORED table holds at most one
+ * entry per watch ever removed and not yet acknowledged by the kernel, so it is
+ * bounded by the kernel's own watch limit.
+ */
+#ifndef SA_WTREE_H
+#define SA_WTREE_H
+
+#include "agent/core/buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct wnode {
+    int wd;
+    struct wnode *parent;          /* NULL for the root only */
+    struct wnode *child;           /* first child */
+    struct wnode *next, *prev;     /* siblings */
+    struct wnode *name_next;       /* chain in the (parent, name) table */
+    struct wnode *wd_next;         /* chain in the wd table */
+    char *name;                    /* not NUL-terminated; the root's is empty */
+    size_t name_len;
+    uint32_t cookie;               /* IN_MOVED_FROM cookie while `moving` */
+    unsigned char moving;          /* renamed away, destination not seen yet */
+};
+
+struct wpend; /* a wd whose IN_IGNORED is still due */
+
+struct wtree {
+    struct wnode *root;
+    char *root_path;
+    size_t root_len;
+    struct wnode **by_wd;
+    size_t wd_cap;                 /* power of two */
+    struct wnode **by_name;
+    size_t name_cap;               /* power of two */
+    struct wpend **pend;
+    size_t pend_cap;
+    size_t pend_count;
+    size_t count;
+    size_t max_nodes;
+};
+
+/* Empty tree whose root directory is spelt `root` (kept byte for byte: paths
+ * are joined from it as os.path.join does). Returns 0 or -1 (no memory). */
+int wtree_init(struct wtree *t, const char *root, size_t root_len, size_t max_nodes);
+void wtree_free(struct wtree *t);
+
+struct wnode *wtree_by_wd(const struct wtree *t, int wd);
+struct wnode *wtree_child(const struct wtree *t, const struct wnode *parent, const char *name, size_t n);
+
+/* Add a node. parent NULL adds the root (only once). The caller has made sure
+ * that neither `wd` nor (parent, name) is taken. Returns the node, or NULL when
+ * the tree is full (errno ENOSPC) or memory ran out (ENOMEM). */
+struct wnode *wtree_add(struct wtree *t, struct wnode *parent, const char *name, size_t n, int wd);
+
+/* Rename: n becomes the child `name` of new_parent. The caller has made sure
+ * (new_parent, name) is free. Returns 0, or -1 when new_parent lies inside n's
+ * own subtree (EINVAL) or memory ran out (ENOMEM); n is unchanged then. */
+int wtree_move(struct wtree *t, struct wnode *n, struct wnode *new_parent, const char *name, size_t len);
+
+/* 1 when `a` is n or one of its ancestors. */
+int wtree_is_ancestor(const struct wnode *a, const struct wnode *n);
+
+/* Remove n and its whole subtree, calling fn(wd, ctx) for each node removed
+ * (descendants first). Removing the root is allowed and leaves t->root NULL. */
+void wtree_remove(struct wtree *t, struct wnode *n, void (*fn)(int wd, void *ctx), void *ctx);
+
+/* Append the path of n, joined with `name` when n > 0 (os.path.join rules:
+ * one "/" between parts unless the left part already ends with one).
+ * Returns 0 or -1 (the buffer's bound). */
+int wtree_path(const struct wtree *t, const struct wnode *n, const char *name, size_t len, struct buf *out);
+
+/* The IN_IGNORED bookkeeping: a removed watch whose IN_IGNORED has not been
+ * read yet. While one is due for a wd, events carrying that wd belong to the
+ * old watch (the kernel queues the IN_IGNORED before it can hand the number
+ * out again). pend_add returns 0 or -1 (no memory). pend_due tells whether one
+ * is due; pend_take consumes one and returns 1 if there was one. */
+int wtree_pend_add(struct wtree *t, int wd);
+int wtree_pend_due(const struct wtree *t, int wd);
+int wtree_pend_take(struct wtree *t, int wd);
+
+#endif

@@ -1,0 +1,539 @@
+"""`sandbox-agent session`: the warm session daemon (PROTOCOL.md section 2).
+
+Each test starts the agent with a test handler (workloads/session_handler.py),
+appends request lines to a mailbox in its own temporary directory the way the
+host does, and reads reply lines from the agent's stdout. Synchronisation is
+on reply lines and on the agent's stderr lines (SANDBOX_AGENT_LOG=info/debug),
+never on sleeps; the few short waits below check that something does NOT
+happen.
+"""
+import base64
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+from conftest import AGENT, PY, TIMEOUT, clean_env
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HANDLER = os.path.join(HERE, "workloads", "session_handler.py")
+HOSTILE = os.path.join(HERE, "workloads", "hostile.py")
+UNSHARE = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+NONCE = "n0nce-S3cret-value"
+REPLY_RE = re.compile(rb"^__SANDBOX_REPLY__([A-Za-z0-9._:-]+)__(.*)__([A-Za-z0-9+/=]*)$")
+
+
+class Session:
+    def __init__(self, tmp_path, handler=None, env=None, pid1=False, wrap=(), mailbox=None, log="info"):
+        self.mailbox = str(mailbox or tmp_path / "mailbox.jsonl")
+        self.starts = str(tmp_path / "starts.txt")
+        argv = list(wrap) + [AGENT, "session", "--"] + (handler or [PY, HANDLER, self.starts])
+        if pid1:
+            argv = UNSHARE + argv
+        e = clean_env(SANDBOX_MAILBOX=self.mailbox, SANDBOX_JOB_NONCE=NONCE, SANDBOX_AGENT_LOG=log)
+        e.update(env or {})
+        self.pid1 = pid1
+        self.p = subprocess.Popen(argv, env=e, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.cv = threading.Condition()
+        self.replies = {}      # id -> [decoded reply, ...]
+        self.order = []        # ids in arrival order
+        self.bad_lines = []    # stdout lines that are not well-formed replies
+        self.err = []
+        self.closed = False
+        threading.Thread(target=self._out, daemon=True).start()
+        threading.Thread(target=self._err, daemon=True).start()
+
+    def _out(self):
+        for line in iter(self.p.stdout.readline, b""):
+            m = REPLY_RE.match(line.rstrip(b"\n"))
+            with self.cv:
+                if not m or m.group(2) != NONCE.encode():
+                    self.bad_lines.append(line)
+                else:
+                    rid = m.group(1).decode()
+                    body = json.loads(base64.b64decode(m.group(3), validate=True))
+                    assert body["id"] == rid
+                    self.replies.setdefault(rid, []).append(body)
+                    self.order.append(rid)
+                self.cv.notify_all()
+        with self.cv:
+            self.closed = True
+            self.cv.notify_all()
+
+    def _err(self):
+        for line in iter(self.p.stderr.readline, b""):
+            with self.cv:
+                self.err.append(line.decode("utf-8", "replace"))
+                self.cv.notify_all()
+
+    def _wait(self, pred, what, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            while not pred():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("timed out waiting for %s; stderr: %s" % (what, "".join(self.err[-30:])))
+                self.cv.wait(left)
+
+    def reply(self, rid, timeout=TIMEOUT):
+        self._wait(lambda: rid in self.replies, "the reply to %s" % rid, timeout)
+        return self.replies[rid][0]
+
+    def wait_err(self, text, count=1, timeout=TIMEOUT):
+        self._wait(lambda: sum(text in l for l in self.err) >= count, "stderr %r" % text, timeout)
+
+    def stderr(self):
+        with self.cv:
+            return "".join(self.err)
+
+    def append(self, data):
+        if isinstance(data, dict):
+            data = (json.dumps(data) + "\n").encode()
+        fd = os.open(self.mailbox, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            assert os.write(fd, data) == len(data)
+        finally:
+            os.close(fd)
+
+    def request(self, rid, method="echo", params=None, **extra):
+        self.append(dict({"id": rid, "method": method, "params": params}, **extra))
+
+    def call(self, rid, method="echo", params=None, **extra):
+        self.request(rid, method, params, **extra)
+        return self.reply(rid)
+
+    def agent_pid(self):
+        """Host pid of the agent (unshare's child when PID 1)."""
+        if not self.pid1:
+            return self.p.pid
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                kids = open("/proc/%d/task/%d/children" % (self.p.pid, self.p.pid)).read().split()
+            except OSError:
+                kids = []
+            if kids:
+                return int(kids[0])
+            time.sleep(0.01)
+        raise AssertionError("agent never started under unshare")
+
+    def stop(self, sig=signal.SIGTERM, timeout=TIMEOUT):
+        os.kill(self.agent_pid(), sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout=TIMEOUT):
+        rc = self.p.wait(timeout)
+        self._wait(lambda: self.closed, "stdout to close")
+        return rc
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+@pytest.fixture
+def session(tmp_path, agent):
+    made = []
+
+    def start(**kw):
+        s = Session(tmp_path, **kw)
+        made.append(s)
+        return s
+    yield start
+    for s in made:
+        s.kill()
+
+
+def error_code(r):
+    assert "error" in r, r
+    return r["error"]["code"]
+
+
+def handler_starts(path):
+    with open(path) as f:
+        return [(int(l.split()[1]), float(l.split()[2])) for l in f if l.startswith("start")]
+
+
+# ---- mailbox -------------------------------------------------------------------
+
+def test_mailbox_created_later_and_line_unchanged(session):
+    s = session()
+    assert not os.path.exists(s.mailbox)
+    s.wait_err("handler started")
+    # Odd spacing, escapes and non-ASCII: the handler must see the bytes as written.
+    line = '{ "params" : {"k": "caf\u00e9 \\u00e9 \\n"},"id":"r-1.a:b",  "method": "echo" }\n'.encode()
+    s.append(line)
+    r = s.reply("r-1.a:b")
+    assert base64.b64decode(r["result"]["raw"]) == line
+    assert r["result"]["params"] == {"k": "caf\u00e9 \u00e9 \n"}
+    assert s.stop() == 0
+    assert s.bad_lines == []
+
+
+def test_existing_lines_delivered(session, tmp_path):
+    mb = tmp_path / "mailbox.jsonl"
+    mb.write_bytes(b"".join((json.dumps({"id": "old%d" % i, "method": "echo", "params": i}) + "\n").encode()
+                            for i in range(5)))
+    s = session(mailbox=mb)
+    for i in range(5):
+        assert s.reply("old%d" % i)["result"]["params"] == i
+    assert s.stop() == 0
+
+
+def test_partial_line_waits_for_newline(session):
+    s = session()
+    s.call("first")
+    line = json.dumps({"id": "half", "method": "echo", "params": "x" * 5000}).encode() + b"\n"
+    s.append(line[:2000])
+    time.sleep(0.3)  # absence check: nothing may be answered for a partial line
+    assert "half" not in s.replies
+    assert "not valid JSON" not in s.stderr()
+    s.append(line[2000:])
+    assert base64.b64decode(s.reply("half")["result"]["raw"]) == line
+
+
+def test_truncation_starts_again_at_zero(session):
+    s = session()
+    for i in range(3):
+        s.call("before%d" % i, params="y" * 200)
+    with open(s.mailbox, "wb") as f:  # truncate, then a line shorter than the old offset
+        f.write(b'{"id": "after", "method": "echo"}\n')
+    assert s.reply("after")["result"]["params"] is None
+    assert s.order.count("before0") == 1
+
+
+def test_replacement_by_rename_starts_again_at_zero(session, tmp_path):
+    s = session()
+    s.call("one")
+    s.append(b'{"id": "two", "method": "echo", "params": 2}\n')
+    new = tmp_path / "new.jsonl"
+    new.write_bytes(b'{"id": "three", "method": "echo", "params": 3}\n')
+    os.rename(str(new), s.mailbox)
+    assert s.reply("three")["result"]["params"] == 3
+    assert s.reply("two")["result"]["params"] == 2
+    s.append(b'{"id": "four", "method": "echo", "params": 4}\n')
+    assert s.reply("four")["result"]["params"] == 4
+    assert s.stop() == 0
+    assert all(len(v) == 1 for v in s.replies.values())
+
+
+def test_duplicate_id_within_window_not_delivered_twice(session):
+    s = session(log="warn")
+    s.call("dup", params=1)
+    s.append(b'{"id": "dup", "method": "echo", "params": 2}\n')
+    # 4095 more ids keep "dup" in the window of 4096; the sentinel after them
+    # proves the duplicate has been read (lines are handled in order).
+    lines = b"".join(b'{"id": "w%d", "method": "echo"}\n' % i for i in range(4095))
+    s.append(lines + b'{"id": "dup", "method": "echo", "params": 3}\n{"id": "mark1", "method": "echo"}\n')
+    s.reply("mark1")
+    assert len(s.replies["dup"]) == 1 and s.replies["dup"][0]["result"]["params"] == 1
+    # One more id pushes "dup" out of the window: now it is new again.
+    s.append(b'{"id": "w-last", "method": "echo"}\n{"id": "dup", "method": "echo", "params": 4}\n')
+    s._wait(lambda: len(s.replies.get("dup", ())) == 2, "the second delivery of dup")
+    assert s.replies["dup"][1]["result"]["params"] == 4
+
+
+# ---- handler -------------------------------------------------------------------
+
+def test_handler_started_once_and_replies_any_order(session):
+    s = session()
+    for i in range(3):
+        s.request("later%d" % i, "later")
+    s.request("flush", "flush")
+    assert s.reply("flush")["result"] == "flushed"
+    for i in range(3):
+        assert s.reply("later%d" % i)["result"] == "late later%d" % i
+    assert s.order[-4:] == ["later2", "later1", "later0", "flush"]
+    pid = s.call("p1", "pid")["result"]
+    assert s.call("p2", "pid")["result"] == pid
+    assert len(handler_starts(s.starts)) == 1
+
+
+def test_handler_output_is_logged_never_a_reply(session):
+    s = session(log="warn")
+    r = s.call("noisy", "noise")
+    assert r["result"] == "after noise"
+    assert s.stop() == 0
+    err = s.stderr()
+    assert "handler output: hello from the handler" in err
+    assert "forged" in err and '"neither": 1' in err
+    assert s.bad_lines == []
+    assert len(s.replies["noisy"]) == 1
+
+
+def test_nonce_not_in_handler_environment(session):
+    s = session()
+    r = s.call("e", "env")["result"]
+    assert "SANDBOX_JOB_NONCE" not in r["env"]
+    assert NONCE not in json.dumps(r)
+
+
+@pytest.mark.parametrize("who", ["root-without-ptrace", "same-uid-nonroot"])
+def test_nonce_hidden_from_hostile_handler(session, who):
+    # Outside pytest's 0700 tree, so the non-root agent and handler reach it.
+    tmp_path = pathlib.Path(tempfile.mkdtemp(prefix="sa-session-"))
+    os.chmod(str(tmp_path), 0o777)
+    out = str(tmp_path / "hostile.out")
+    if who == "root-without-ptrace":
+        wrap = ["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", "--"]
+    else:
+        wrap = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    s = session(handler=[PY, HOSTILE, out, "env", "environ", "cmdline", "mem", "fd", "ptrace"],
+                pid1=True, wrap=wrap, env={"SANDBOX_AGENT_RESTART_BASE_SECONDS": "100"},
+                mailbox=tmp_path / "mb.jsonl")
+    s.wait_err("restarting it in")  # the hostile handler has run and exited
+    data = open(out, "rb").read()
+    verdict = json.loads(data.split(b"\n", 1)[0])
+    assert NONCE.encode() not in data, verdict
+    assert not verdict["ptrace_cap"]
+    assert verdict["ptrace"].startswith("denied"), verdict
+    assert "environ_1" in verdict and "mem" in verdict, verdict  # the probes did run
+    assert s.stop() == 0
+    shutil.rmtree(str(tmp_path))
+
+
+# ---- agent-made errors ---------------------------------------------------------
+
+def test_bad_requests(session):
+    s = session(log="warn")
+    s.append(b"garbage without id\n")
+    s.append(b'{"id": "bad1", "method": "echo", "params": \n')      # not JSON, id readable
+    s.append(b'{"id": "bad2", "timeout": -1}\n')                     # bad timeout
+    s.append(b'{"id": "bad__3", "method": "echo"}\n')                # invalid id: no reply possible
+    s.append(b'["id", "x"]\n')
+    s.append(b'{"id": "' + b"a" * 129 + b'"}\n')
+    s.append(b"\n   \n")
+    s.call("good")
+    assert error_code(s.reply("bad1")) == "bad_request"
+    assert error_code(s.reply("bad2")) == "bad_request"
+    assert set(s.replies) == {"bad1", "bad2", "good"}
+    err = s.stderr()
+    assert "garbage without id" in err and 'invalid \\"id\\"' not in err
+    assert s.bad_lines == []
+
+
+def vm_hwm_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for l in f:
+            if l.startswith("VmHWM"):
+                return int(l.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def test_too_large_line_bounded_memory_next_line_served(session):
+    s = session(log="warn")
+    s.call("warm")
+    base_hwm = vm_hwm_kib(s.p.pid)
+    head = b'{"id": "huge", "method": "echo", "params": "'
+    chunk = b"z" * (1 << 20)
+    fd = os.open(s.mailbox, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, head)
+        for _ in range(20):  # 20 MiB, written in pieces like a slow host
+            os.write(fd, chunk)
+        os.write(fd, b'"}\n{"id": "next", "method": "echo", "params": "n"}\n')
+    finally:
+        os.close(fd)
+    assert error_code(s.reply("huge")) == "too_large"
+    assert s.reply("next")["result"]["params"] == "n"
+    grew_mib = (vm_hwm_kib(s.p.pid) - base_hwm) / 1024
+    # The line is never held whole: at most the 16 MiB bound and a chunk
+    # (ASan's quarantine keeps the buffers realloc left behind: more slack).
+    with open(AGENT, "rb") as f:
+        asan = b"__asan_init" in f.read()
+    assert grew_mib < (100 if asan else 40), grew_mib
+    print("VmHWM growth for a 20 MiB line: %.1f MiB" % grew_mib)
+    assert len(s.replies["huge"]) == 1
+
+
+def test_timeout(session):
+    s = session()
+    t0 = time.monotonic()
+    s.request("slow", "hold", timeout=0.3)
+    r = s.reply("slow")
+    assert error_code(r) == "timeout"
+    assert time.monotonic() - t0 >= 0.3
+    assert s.call("after")["result"]["params"] is None
+
+
+def test_handler_exited_answers_each_in_flight_request(session):
+    s = session(env={"SANDBOX_AGENT_RESTART_BASE_SECONDS": "0.05"})
+    pid = s.call("p", "pid")["result"]
+    for i in range(3):
+        s.request("h%d" % i, "hold")
+    s.call("sync")  # the handler has read the three holds (it answers in order)
+    os.kill(pid, signal.SIGKILL)
+    for i in range(3):
+        assert error_code(s.reply("h%d" % i)) == "handler_exited"
+    # Restarted: a new process answers.
+    assert s.call("p2", "pid")["result"] != pid
+    assert all(len(v) == 1 for v in s.replies.values())
+
+
+def wait_file(pred, what, timeout=TIMEOUT):
+    """Poll a file the handler writes (no pipe to wait on)."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(0.01)
+
+
+def test_restart_backoff_and_reset(session):
+    s = session(env={"SANDBOX_AGENT_RESTART_BASE_SECONDS": "0.05"})
+    gaps = []
+    for k in range(4):
+        pid = s.call("pid%d" % k, "pid")["result"]
+        n = len(handler_starts(s.starts))
+        t_kill = time.monotonic()  # the handler stamps its start with the same clock
+        os.kill(pid, signal.SIGKILL)
+        s.wait_err("restarting it in", k + 1)
+        wait_file(lambda: len(handler_starts(s.starts)) > n, "restart %d" % (k + 1))
+        gaps.append(handler_starts(s.starts)[-1][1] - t_kill)
+    # base * 1, 4, 16 (0.05, 0.2, 0.8) and capped: each at least its step.
+    assert gaps[1] >= 0.2 and gaps[2] >= 0.8 and gaps[3] >= 3.2, gaps
+    assert "restarting it in 0.05 s" in s.stderr() and "restarting it in 3.2 s" in s.stderr()
+    # After base * 60 = 3 s of healthy running the backoff starts over.
+    pid = s.call("pid-h", "pid")["result"]
+    time.sleep(3.2)  # the healthy period itself is what is being tested
+    os.kill(pid, signal.SIGKILL)
+    s.wait_err("restarting it in", 5)
+    assert [l for l in s.err if "restarting it in" in l][-1].rstrip().endswith("restarting it in 0.05 s")
+
+
+def test_requests_queued_while_down_then_delivered(session):
+    s = session(env={"SANDBOX_AGENT_RESTART_BASE_SECONDS": "0.5"})
+    pid = s.call("p", "pid")["result"]
+    os.kill(pid, signal.SIGKILL)
+    s.wait_err("restarting it in")
+    for i in range(5):
+        s.request("q%d" % i, "pid")
+    for i in range(5):
+        assert s.reply("q%d" % i)["result"] != pid
+
+
+def test_queue_bounded_while_down(session):
+    s = session(env={"SANDBOX_AGENT_RESTART_BASE_SECONDS": "1", "SANDBOX_AGENT_QUEUE_MAX": "2"})
+    pid = s.call("p", "pid")["result"]
+    os.kill(pid, signal.SIGKILL)
+    s.wait_err("restarting it in")
+    s.append(b"".join(b'{"id": "q%d", "method": "pid"}\n' % i for i in range(4)))
+    assert error_code(s.reply("q2")) == "queue_full"
+    assert error_code(s.reply("q3")) == "queue_full"
+    assert s.reply("q0")["result"] != pid and s.reply("q1")["result"] != pid
+    assert "request queue full" in s.stderr()
+
+
+def test_burst_of_10000_from_concurrent_writers(session):
+    s = session(log="warn")
+    s.call("warm")
+    writers, per = 4, 2500
+
+    def writer(w):
+        fd = os.open(s.mailbox, os.O_WRONLY | os.O_APPEND)
+        try:
+            for i in range(per):
+                line = b'{"id": "b%d-%d", "method": "echo", "params": %d}\n' % (w, i, i)
+                assert os.write(fd, line) == len(line)  # one write per line
+        finally:
+            os.close(fd)
+    ts = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    s._wait(lambda: len(s.replies) == writers * per + 1, "10000 replies", timeout=120)
+    assert s.stop() == 0
+    assert len(s.order) == writers * per + 1  # none twice
+    assert s.bad_lines == []
+    for w in range(writers):
+        assert s.replies["b%d-%d" % (w, per - 1)][0]["result"]["params"] == per - 1
+
+
+# ---- shutdown, PID 1 -----------------------------------------------------------
+
+def test_sigterm_lets_in_flight_finish_then_shutting_down(session):
+    s = session(env={"SANDBOX_AGENT_GRACE_SECONDS": "2"})
+    s.request("held", "hold")
+    s.call("sync")  # answered in order: "held" has reached the handler
+    s.request("slow", "sleep", 0.5)
+    s.wait_err("session_handler: sleeping")
+    t0 = time.monotonic()
+    os.kill(s.agent_pid(), signal.SIGTERM)
+    s.wait_err("shutting down")
+    s.request("late", "echo")  # after SIGTERM: not read any more
+    assert s.reply("slow")["result"] == "slept"
+    assert error_code(s.reply("held")) == "shutting_down"
+    assert s.wait() == 0
+    assert time.monotonic() - t0 >= 1.5
+    assert "late" not in s.replies
+
+
+def test_sigterm_kills_stubborn_handler(session):
+    s = session(env={"SANDBOX_AGENT_GRACE_SECONDS": "0.5", "SESSION_HANDLER_IGNORE_TERM": "1"})
+    s.call("warm")
+    t0 = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - t0 < 10
+    assert "sending SIGKILL" in s.stderr()
+
+
+def test_sigterm_while_idle_is_quick(session):
+    s = session()
+    s.call("warm")
+    t0 = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - t0 < 3
+
+
+def zombies_of(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            st = open("/proc/%s/stat" % d).read()
+        except OSError:
+            continue
+        fields = st.rsplit(")", 1)[1].split()
+        if fields[0] == "Z" and int(fields[1]) == pid:
+            out.append(int(d))
+    return out
+
+
+def test_pid1_reaps_orphans_and_exits_zero(session):
+    s = session(pid1=True)
+    got = s.call("o", "orphans", 5)["result"]
+    assert len(got) == 5
+    apid = s.agent_pid()
+    # The orphans exit 0.2 s after starting; as PID 1 the agent reaps them.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and zombies_of(apid):
+        time.sleep(0.05)
+    assert zombies_of(apid) == []
+    assert s.stop() == 0
+
+
+# ---- usage ----------------------------------------------------------------------
+
+def test_usage_errors(agent, tmp_path):
+    r = subprocess.run([agent, "session"], env=clean_env(), capture_output=True, timeout=TIMEOUT)
+    assert r.returncode == 2 and b"no handler command" in r.stderr
+    env = clean_env(SANDBOX_MAILBOX=str(tmp_path / "m"), SANDBOX_AGENT_RESTART_BASE_SECONDS="-1")
+    r = subprocess.run([agent, "session", "--", "true"], env=env, capture_output=True, timeout=TIMEOUT)
+    assert r.returncode == 2 and b"SANDBOX_AGENT_RESTART_BASE_SECONDS" in r.stderr
+    env = clean_env(SANDBOX_MAILBOX=str(tmp_path / "m"))
+    r = subprocess.run([agent, "session", "--", "/no/such/handler"], env=env, capture_output=True,
+                       timeout=TIMEOUT)
+    assert r.returncode == 127 and b"command not found" in r.stderr
+    r = subprocess.run([agent, "session", "--help"], env=env, capture_output=True, timeout=TIMEOUT)
+    assert r.returncode == 0 and b"SANDBOX_MAILBOX" in r.stdout
