@@ -177,19 +177,36 @@ static int parse_args(int argc, char **argv, char ***cmd, int *help)
     return 0;
 }
 
+/* Everything run_main allocates, freed in one place on every path. */
+struct run_owned {
+    struct nonce nonce;
+    char **entry;
+    char *result_path;
+};
+
+static int run_job(int argc, char **argv, struct run_owned *own);
+
 int run_main(int argc, char **argv)
 {
-    struct nonce nonce;
+    struct run_owned own = {{NULL, 0}, NULL, NULL};
+    int rc = run_job(argc, argv, &own);
+    entry_free(own.entry);
+    free(own.result_path);
+    free(own.nonce.value);
+    return rc;
+}
+
+static int run_job(int argc, char **argv, struct run_owned *own)
+{
     const char *cerr = NULL;
     char err[512];
-    char **cmd, **entry = NULL;
+    char **cmd;
     int help;
     struct run_state st;
     size_t result_max;
-    char *result_path = NULL;
 
     /* The secret goes first, before anything can fork or copy the environment. */
-    if (nonce_take(&nonce, &cerr) < 0) {
+    if (nonce_take(&own->nonce, &cerr) < 0) {
         log_error("%s", cerr);
         return EXIT_USAGE;
     }
@@ -204,21 +221,22 @@ int run_main(int argc, char **argv)
     }
     if (!cmd) {
         const char *text = getenv(ENV_INNER_ENTRY);
-        if (entry_decode(text, text ? strlen(text) : 0, &entry, err, sizeof err) < 0) {
+        if (entry_decode(text, text ? strlen(text) : 0, &own->entry, err, sizeof err) < 0) {
             log_error("%s", err);
             return EXIT_USAGE;
         }
-        cmd = entry;
+        cmd = own->entry;
     }
     memset(&st, 0, sizeof st);
     if (pid1_config_read(&st.cfg, err, sizeof err) < 0 || result_max_bytes(&result_max, err, sizeof err) < 0) {
         log_error("%s", err);
         return EXIT_USAGE;
     }
-    if (prepare_result_path(&result_path) < 0) {
+    if (prepare_result_path(&own->result_path) < 0) {
         log_error("out of memory");
         return EXIT_USAGE;
     }
+    const char *result_path = own->result_path;
     io_cloexec_inherited();
 
     st.loop = ev_default_loop(EVFLAG_AUTO);
@@ -278,7 +296,7 @@ int run_main(int argc, char **argv)
     struct job_result res;
     result_read(result_path, result_max, &res);
     if (res.error[0]) log_warn("%s: %s", result_path, res.error);
-    struct job_outcome o = {exit_code, res.raw, res.len, res.error, nonce.value, nonce.len};
+    struct job_outcome o = {exit_code, res.raw, res.len, res.error, own->nonce.value, own->nonce.len};
     struct buf core;
     buf_init(&core, (size_t)-1 / 2);
     if (sentinel_json(&core, &o, NULL) < 0) {
@@ -304,8 +322,5 @@ int run_main(int argc, char **argv)
     buf_free(&core);
     result_free(&res);
     pid1_stop(st.loop);
-    entry_free(entry);
-    free(result_path);
-    free(nonce.value);
     return exit_code;
 }
