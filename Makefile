@@ -20,7 +20,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 15
 
 BUILD_PKGS  := musl-tools
-TEST_PKGS   := gcc libcmocka-dev python3-pytest clang libclang-rt-14-dev util-linux libcap2-bin curl
+TEST_PKGS   := gcc libcmocka-dev python3-pytest clang libclang-rt-14-dev util-linux libcap2-bin curl openssl
 BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time
 
 # libev is configured here rather than by its configure script: the same
