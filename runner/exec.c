@@ -457,6 +457,16 @@ int exec_main(int argc, char **argv)
     }
     reaper_init(st.loop);
 
+    /* Before the spawn: a stop signal that arrives the moment the command
+     * runs must be passed on, not kill us with the default action. */
+    static const int fwd[3] = {SIGTERM, SIGINT, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        ev_signal_init(&st.sigs[i], on_signal, fwd[i]);
+        st.sigs[i].data = &st;
+        ev_signal_start(st.loop, &st.sigs[i]);
+        ev_unref(st.loop); /* they must not keep the loop alive */
+    }
+
     int po[2], pe[2];
     if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
         log_error("exec: pipe: %s", strerror(errno));
@@ -497,13 +507,6 @@ int exec_main(int argc, char **argv)
         ev_timer_init(&st.timeout, on_timeout, o.timeout, 0);
         st.timeout.data = &st;
         ev_timer_start(st.loop, &st.timeout);
-    }
-    static const int fwd[3] = {SIGTERM, SIGINT, SIGHUP};
-    for (int i = 0; i < 3; i++) {
-        ev_signal_init(&st.sigs[i], on_signal, fwd[i]);
-        st.sigs[i].data = &st;
-        ev_signal_start(st.loop, &st.sigs[i]);
-        ev_unref(st.loop); /* they must not keep the loop alive */
     }
 
     ev_run(st.loop, 0);

@@ -10,12 +10,13 @@
  * (handler.c), message parsing (msgline.c), the duplicate window (seen.c) and
  * every PID 1 duty (agent/core: nonce, signals, reaping) live elsewhere.
  *
- * Bounds: a request line is at most SESSION_LINE_MAX; the queue holds at most
- * queue_max requests and QUEUE_BYTES_MAX bytes; at most INFLIGHT_MAX requests
- * are in flight. While the handler runs, a full queue pauses reading the
- * mailbox (the file keeps what is unread, nothing is lost); while it is down
- * (restart backoff), a request that finds the queue full is answered
- * queue_full at once, so the host is not left waiting out a 64 s backoff.
+ * Bounds: a request line is at most SESSION_LINE_MAX; at most INFLIGHT_MAX
+ * requests are in flight. While the handler runs, the queue is held under
+ * QUEUE_RUNNING_HIGH requests / QUEUE_BYTES_MAX bytes by pausing the mailbox
+ * (the file keeps what is unread, nothing is lost); while it is down (restart
+ * backoff), the queue holds queue_max requests (SANDBOX_AGENT_QUEUE_MAX) and
+ * a request that finds it full is answered queue_full at once, so the host
+ * is not left waiting out a 64 s backoff.
  */
 #include "session.h"
 #include "handler.h"
@@ -40,10 +41,16 @@
 
 #define QUEUE_BYTES_MAX (64u * 1024u * 1024u)
 #define INFLIGHT_MAX 65536
-#define REQ_BUCKETS 16384
+#define REQ_BUCKETS 65536 /* a power of two */
+/* While the handler runs, reading pauses at this many queued requests (or
+ * QUEUE_BYTES_MAX) and resumes below half of it. */
+#define QUEUE_RUNNING_HIGH 4096
+/* A line up to this size lives in its request's own allocation (one malloc
+ * per request); a longer one is freed as soon as the handler has it. */
+#define INLINE_LINE_MAX 4096
 /* Replies are written in one write per loop iteration, or sooner past this. */
 #define OUT_FLUSH_AT (1024u * 1024u)
-#define WRITEV_MAX 64
+#define WRITEV_MAX 512
 /* Handler output is logged up to this many bytes a line. */
 #define LOG_LINE_MAX 1000
 
@@ -71,6 +78,7 @@ struct req {
     struct req *prev, *next;    /* queue or in-flight list */
     struct session *s;
     char *line;                 /* the line + '\n' until fully written */
+    int line_inline;            /* line lives after this struct */
     size_t len, written;
     ev_timer tmo;
     double timeout;
@@ -119,11 +127,18 @@ static void out_flush(struct session *s)
     if (s->out.cap > 4 * OUT_FLUSH_AT) buf_free(&s->out);
 }
 
+static void h_writable(void *ctx);
+
+/* Runs once per loop iteration, before it blocks: what this iteration queued
+ * goes to the handler in one writev (no wait for an EV_WRITE round-trip, which
+ * is the latency of a lone request), and its replies to stdout in one write. */
 static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 {
     (void)loop;
     (void)revents;
-    out_flush(w->data);
+    struct session *s = w->data;
+    if (s->queue.head && s->h.in_fd >= 0 && s->ninflight < INFLIGHT_MAX) h_writable(s);
+    out_flush(s);
 }
 
 static void emit(struct session *s, const char *id, size_t idlen, const char *json, size_t n)
@@ -159,7 +174,7 @@ static uint32_t id_hash(const char *id, size_t n)
 
 static struct req **slot_of(struct session *s, const char *id, size_t n)
 {
-    struct req **pp = &s->table[id_hash(id, n) % REQ_BUCKETS];
+    struct req **pp = &s->table[id_hash(id, n) & (REQ_BUCKETS - 1)];
     while (*pp && !((*pp)->idlen == n && !memcmp((*pp)->id, id, n))) pp = &(*pp)->hnext;
     return pp;
 }
@@ -202,7 +217,7 @@ static void req_drop(struct session *s, struct req *r, struct list *from)
     if (from) list_remove(from, r);
     if (from == &s->queue) s->queue_bytes -= r->len;
     if (r->inflight) s->ninflight--;
-    free(r->line);
+    if (!r->line_inline) free(r->line);
     free(r);
 }
 
@@ -239,6 +254,11 @@ static int queue_full(const struct session *s, size_t n)
     return s->queue.count >= s->queue_max || (s->queue.count && s->queue_bytes + n > QUEUE_BYTES_MAX);
 }
 
+static int running_full(const struct session *s)
+{
+    return s->queue.count >= QUEUE_RUNNING_HIGH || s->queue_bytes >= QUEUE_BYTES_MAX;
+}
+
 /* A request line for the handler. Returns 1 when reading must pause. */
 static int accept_request(struct session *s, const struct msg_request *m, const char *line, size_t n)
 {
@@ -249,15 +269,18 @@ static int accept_request(struct session *s, const struct msg_request *m, const 
                     "the request queue is full while the handler restarts");
         return 0;
     }
-    struct req *r = calloc(1, sizeof *r);
-    char *copy = malloc(n + 1);
+    int inl = n + 1 <= INLINE_LINE_MAX;
+    struct req *r = malloc(sizeof *r + (inl ? n + 1 : 0));
+    char *copy = r && inl ? (char *)(r + 1) : malloc(n + 1);
     if (!r || !copy) {
         free(r);
-        free(copy);
+        if (!inl) free(copy);
         log_error("out of memory queueing %s", m->id);
         reply_error(s, m->id, m->idlen, SESSION_ERR_QUEUE_FULL, "out of memory");
         return 0;
     }
+    memset(r, 0, sizeof *r);
+    r->line_inline = inl;
     memcpy(copy, line, n);
     copy[n] = '\n';
     r->s = s;
@@ -276,8 +299,8 @@ static int accept_request(struct session *s, const struct msg_request *m, const 
         r->has_tmo = 1;
         ev_timer_start(s->loop, &r->tmo);
     }
-    if (handler_running(&s->h) && s->ninflight < INFLIGHT_MAX) handler_want_write(&s->h, 1);
-    return handler_running(&s->h) && queue_full(s, 0);
+    /* Written from on_prepare at the end of this loop iteration. */
+    return handler_running(&s->h) && running_full(s);
 }
 
 /* An id already answered, queued or in flight is not delivered again. */
@@ -348,7 +371,8 @@ static void maybe_resume(struct session *s)
 {
     if (!s->paused || !s->mailbox_on) return;
     /* Resume below half, so reading is not toggled on every request. */
-    if (handler_running(&s->h) && (s->queue.count > s->queue_max / 2 || s->queue_bytes > QUEUE_BYTES_MAX / 2))
+    if (handler_running(&s->h) &&
+        (s->queue.count > QUEUE_RUNNING_HIGH / 2 || s->queue_bytes > QUEUE_BYTES_MAX / 2))
         return;
     s->paused = 0;
     mailbox_resume(&s->mb);
@@ -362,6 +386,7 @@ static void h_writable(void *ctx)
     struct iovec iov[WRITEV_MAX];
     for (;;) {
         int k = 0;
+        size_t total = 0;
         size_t budget = s->ninflight < INFLIGHT_MAX ? INFLIGHT_MAX - s->ninflight : 0;
         for (struct req *r = s->queue.head; r && k < WRITEV_MAX; r = r->next) {
             /* A new request counts against the in-flight bound; a started
@@ -372,6 +397,7 @@ static void h_writable(void *ctx)
             }
             iov[k].iov_base = r->line + r->written;
             iov[k].iov_len = r->len - r->written;
+            total += iov[k].iov_len;
             k++;
         }
         if (!k) {
@@ -381,7 +407,10 @@ static void h_writable(void *ctx)
         ssize_t w = writev(s->h.in_fd, iov, k);
         if (w < 0) {
             if (errno == EINTR) continue;
-            if (errno == EAGAIN) return;
+            if (errno == EAGAIN) {
+                handler_want_write(&s->h, 1);
+                return;
+            }
             log_warn("the handler closed its stdin (%s); requests wait for its restart", strerror(errno));
             handler_stdin_broken(&s->h);
             break;
@@ -400,7 +429,7 @@ static void h_writable(void *ctx)
             if (r->written < r->len) break;
             list_remove(&s->queue, r);
             s->queue_bytes -= r->len;
-            free(r->line);
+            if (!r->line_inline) free(r->line);
             r->line = NULL;
             if (r->dead) {
                 s->ninflight--;
@@ -409,7 +438,10 @@ static void h_writable(void *ctx)
                 list_push(&s->inflight, r);
             }
         }
-        if ((size_t)w < 16384 && s->queue.head) continue; /* likely EAGAIN next; cheap to try */
+        if ((size_t)w < total) { /* the pipe is full: wait for EV_WRITE */
+            handler_want_write(&s->h, 1);
+            break;
+        }
     }
     maybe_resume(s);
     shutdown_progress(s);

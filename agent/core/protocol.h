@@ -36,6 +36,25 @@
 #define ENV_LOG "SANDBOX_AGENT_LOG"
 #define ENV_SIGNAL_TARGET "SANDBOX_AGENT_SIGNAL_TARGET"
 #define ENV_GRACE "SANDBOX_AGENT_GRACE_SECONDS"
+/* session: restart delays are BASE * 1, 4, 16, 64 s, reset after BASE * 60 s
+ * of healthy running; requests held while the handler is down. */
+#define ENV_RESTART_BASE "SANDBOX_AGENT_RESTART_BASE_SECONDS"
+#define DEFAULT_RESTART_BASE 1.0
+#define ENV_QUEUE_MAX "SANDBOX_AGENT_QUEUE_MAX"
+#define DEFAULT_QUEUE_MAX 1024
+
+/* session: error codes of the replies the agent makes itself. */
+#define SESSION_ERR_BAD_REQUEST "bad_request"
+#define SESSION_ERR_TOO_LARGE "too_large"
+#define SESSION_ERR_TIMEOUT "timeout"
+#define SESSION_ERR_HANDLER_EXITED "handler_exited"
+#define SESSION_ERR_SHUTTING_DOWN "shutting_down"
+/* Beyond PROTOCOL.md: the restart queue is full (documented in the README). */
+#define SESSION_ERR_QUEUE_FULL "queue_full"
+/* A mailbox line longer than this (newline excluded) is answered too_large. */
+#define SESSION_LINE_MAX (16u * 1024u * 1024u)
+/* Ids remembered to drop duplicates. */
+#define SESSION_DEDUP_WINDOW 4096
 
 #define DEFAULT_RESULT_PATH "/sandbox/result.json"
 #define FALLBACK_RESULT_PATH "/tmp/_sandbox_result.json"
@@ -55,5 +74,11 @@
 #define EXIT_NOTFOUND 127   /* command not found */
 #define EXIT_SIGNAL_BASE 128
 #define EXIT_WATCH_ROOT 3   /* watch: ROOT cannot be watched */
+/* fs: the reserved statuses of the backend contract. */
+#define EXIT_FS_FAILED 1      /* anything else */
+#define EXIT_FS_MISSING 66    /* missing or unreadable */
+#define EXIT_FS_ISDIR 67      /* a directory where a file was needed */
+#define EXIT_FS_NOTREG 68     /* not a regular file */
+#define EXIT_FS_TOO_LARGE 69  /* over --max-bytes */
 
 #endif

@@ -9,16 +9,9 @@
 #define SA_FSOUT_H
 
 #include "agent/core/buf.h"
+#include "agent/core/protocol.h"
 
 #include <sys/stat.h>
-
-/* Exit statuses of `fs` (PROTOCOL.md §3, the reserved statuses of the
- * backend contract). TODO(lead): move to agent/core/protocol.h. */
-#define EXIT_FS_FAILED 1      /* anything else */
-#define EXIT_FS_MISSING 66    /* missing or unreadable */
-#define EXIT_FS_ISDIR 67      /* a directory where a file was needed */
-#define EXIT_FS_NOTREG 68     /* not a regular file */
-#define EXIT_FS_TOO_LARGE 69  /* over --max-bytes */
 
 /* Pseudo-errno for "not a regular file": no errno says it, so the error
  * object carries code "ENOTREG" and "errno": null. */
