@@ -3,7 +3,9 @@
 #   make               build/sandbox-agent: static (musl), stripped
 #   make test          every test: C unit tests (cmocka, ASan+UBSan), the pytest
 #                      integration suite against the static binary and against
-#                      an ASan+UBSan build, and a short fuzz run of each parser
+#                      an ASan+UBSan build, a short fuzz run of each parser, and
+#                      the container tests (podman + runc, Dockerfile's image)
+#   make test-container the Dockerfile's image under podman + runc
 #   make test-sanitize unit + integration tests against the sanitizer build only
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 60)
 #   make bench         speed and memory against tini, dumb-init, catatonit, ...
@@ -22,6 +24,7 @@ FUZZ_SMOKE_SECONDS ?= 15
 BUILD_PKGS  := musl-tools
 TEST_PKGS   := gcc libcmocka-dev python3-pytest clang libclang-rt-14-dev util-linux libcap2-bin curl openssl
 BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time
+CONTAINER_PKGS := podman runc debootstrap busybox-static
 
 # libev is configured here rather than by its configure script: the same
 # switches must reach ev.c and every file that includes ev.h.
@@ -60,7 +63,7 @@ FUZZ_CFLAGS := -std=c11 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-
 obj = $(patsubst %.c,$(B)/$(1)/%.o,$(2))
 depobj = $(patsubst $(DEPS)/%.c,$(B)/$(1)/deps/%.o,$(DEP_SRC))
 
-.PHONY: all test test-unit test-integration test-sanitize fuzz fuzz-smoke bench clean distclean deps \
+.PHONY: all test test-container test-unit test-integration test-sanitize fuzz fuzz-smoke bench clean distclean deps \
         pkgs-build pkgs-test pkgs-bench asan unit-bins fuzz-bins
 .DELETE_ON_ERROR:
 
@@ -71,16 +74,23 @@ $(B)/.pkgs-build:
 	@mkdir -p $(B)
 	deps/packages.sh $(BUILD_PKGS)
 	@touch $@
-$(B)/.pkgs-test:
+$(B)/.pkgs-test: | $(B)/.pkgs-build
 	@mkdir -p $(B)
 	deps/packages.sh $(TEST_PKGS)
 	@touch $@
-$(B)/.pkgs-bench:
+$(B)/.pkgs-bench: | $(B)/.pkgs-test
 	@mkdir -p $(B)
 	deps/packages.sh $(BENCH_PKGS)
 	@touch $@
 
-$(DEPS)/.stamp: deps/fetch.sh deps/SHA256SUMS
+# apt-get must never run twice at once (make -j): each apt step is ordered
+# after the previous one.
+$(B)/.pkgs-container: | $(B)/.pkgs-test
+	@mkdir -p $(B)
+	deps/packages.sh $(CONTAINER_PKGS)
+	@touch $@
+
+$(DEPS)/.stamp: deps/fetch.sh deps/SHA256SUMS | $(B)/.pkgs-build
 	deps/fetch.sh $(DEPS)
 	@touch $@
 deps: $(DEPS)/.stamp
@@ -134,10 +144,15 @@ fuzz-smoke: $(FUZZ_BINS)
 # ---- tests ----------------------------------------------------------------
 # tests/run.sh runs each suite, keeps going after a failure, and ends with one
 # "N passed, M failed" line; it exits non-zero when anything failed.
-test: $(B)/sandbox-agent $(B)/asan/sandbox-agent $(UNIT_BINS) $(FUZZ_BINS)
+test: $(B)/sandbox-agent $(B)/asan/sandbox-agent $(UNIT_BINS) $(FUZZ_BINS) $(B)/.pkgs-container
 	PYTHON=$(PYTHON) tests/run.sh --unit $(UNIT_BINS) \
 	    --integration $(B)/sandbox-agent --integration $(B)/asan/sandbox-agent \
-	    --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
+	    --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS) --container
+
+# The image built from the Dockerfile, run by podman + runc (root, network
+# for the image build). tests/container/setup.sh makes the base image once.
+test-container: $(B)/.pkgs-test $(B)/.pkgs-container
+	PYTHON=$(PYTHON) tests/run.sh --container
 
 test-sanitize: $(B)/asan/sandbox-agent $(UNIT_BINS)
 	PYTHON=$(PYTHON) tests/run.sh --unit $(UNIT_BINS) --integration $(B)/asan/sandbox-agent

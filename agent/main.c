@@ -2,6 +2,8 @@
  * main.c - the command line: pick a mode and hand it argv. Nothing else lives
  * here; each mode parses its own options and returns its exit code.
  */
+#include "agent/core/log.h"
+#include "agent/core/nonce.h"
 #include "agent/core/protocol.h"
 #include "agent/fs/fsops.h"
 #include "agent/fs/mcpstatus.h"
@@ -42,6 +44,17 @@ static const struct mode modes[] = {
 
 int main(int argc, char **argv)
 {
+    /* Before anything else, in every mode: `docker exec` hands the helper
+     * modes (fs, watch, exec) the container's whole -e environment, nonce
+     * included, and a workload of the same uid could read it from their
+     * /proc/PID/environ. run and session get their copy from nonce_take. */
+    struct nonce n;
+    const char *err;
+    if (nonce_take(&n, &err) < 0) {
+        log_error("%s", err);
+        return EXIT_USAGE;
+    }
+    free(n.value);
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;

@@ -2,7 +2,7 @@
 # Run the test suites named on the command line, keep going past failures, and
 # finish with one line "N passed, M failed" (exit 1 when M > 0 or a suite broke).
 #
-#   tests/run.sh [--unit BIN...] [--integration AGENT]... [--fuzz SECONDS BIN...]
+#   tests/run.sh [--unit BIN...] [--integration AGENT]... [--fuzz SECONDS BIN...] [--container]
 set -u
 PYTHON=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,8 +31,15 @@ run_unit() {
 }
 
 run_integration() {
-    echo "== integration: $1"
-    SANDBOX_AGENT="$1" "$PYTHON" -m pytest -q -p no:cacheprovider "$here/integration" >"$log" 2>&1
+    run_pytest_dir "integration: $1" "$here/integration" SANDBOX_AGENT="$1"
+}
+
+run_pytest_dir() { # $1 = label, $2 = directory, rest = env assignments
+    label=$1
+    dir=$2
+    shift 2
+    echo "== $label"
+    env "$@" "$PYTHON" -m pytest -q -p no:cacheprovider "$dir" >"$log" 2>&1
     rc=$?
     cat "$log"
     last=$(grep -E '[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
@@ -41,7 +48,7 @@ run_integration() {
     e=$(printf '%s' "$last" | grep -o '[0-9]\+ error' | grep -o '[0-9]\+')
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-0} + ${e:-0}))
-    if [ $rc -ne 0 ] && [ $((${f:-0} + ${e:-0})) = 0 ]; then failed=$((failed + 1)); broken="$broken pytest($1)"; fi
+    if [ $rc -ne 0 ] && [ $((${f:-0} + ${e:-0})) = 0 ]; then failed=$((failed + 1)); broken="$broken $label"; fi
 }
 
 run_fuzz() {
@@ -58,7 +65,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --unit) mode=unit; shift ;;
     --integration) run_integration "$2"; mode=""; shift 2 ;;
-    --fuzz) mode=fuzz; secs=$2; fuzz_bins=""; shift 2 ;;
+    --fuzz) mode=fuzz; secs=$2; shift 2 ;;
+    --container) run_pytest_dir "container (podman + runc)" "$here/container"; mode=""; shift ;;
     *)
         case $mode in
         unit) run_unit "$1" ;;

@@ -17,10 +17,32 @@
 
 extern char **environ;
 
+/* The value taken by the first call; later calls get a copy of it. */
+static char *taken;
+static size_t taken_len;
+static int taken_done;
+
+static int take(const char **err);
+
 int nonce_take(struct nonce *n, const char **err)
+{
+    if (!taken_done && take(err) < 0) return -1;
+    n->value = malloc(taken_len + 1);
+    if (!n->value) {
+        *err = "out of memory";
+        return -1;
+    }
+    memcpy(n->value, taken, taken_len + 1);
+    n->len = taken_len;
+    return 0;
+}
+
+static int take(const char **err)
 {
     static const char name[] = ENV_NONCE "=";
     const size_t nl = sizeof name - 1;
+    struct nonce one = {NULL, 0};
+    struct nonce *n = &one;
 
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
         *err = "cannot make the process non-dumpable (prctl PR_SET_DUMPABLE)";
@@ -58,5 +80,8 @@ int nonce_take(struct nonce *n, const char **err)
             return -1;
         }
     }
+    taken = n->value;
+    taken_len = n->len;
+    taken_done = 1;
     return 0;
 }

@@ -18,6 +18,8 @@ struct nonce {
  * Make the process non-dumpable, copy SANDBOX_JOB_NONCE, overwrite every
  * occurrence of it in the environment block in place (what /proc/PID/environ
  * shows), and remove it from environ so no child inherits it.
+ * The work happens once per process; every call (main.c's, then the mode's)
+ * gets its own heap copy of the value in n, to free.
  * Returns 0, or -1 with *err set.
  */
 int nonce_take(struct nonce *n, const char **err);

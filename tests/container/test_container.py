@@ -7,11 +7,12 @@ the containers themselves run with --network=none.
 """
 import base64
 import json
+import re
 import subprocess
 import time
 import uuid
 
-from podlib import (AGENT_IN_IMAGE, LABEL, PODMAN, RUN_FLAGS, Container, fs_payload,
+from podlib import (AGENT_IN_IMAGE, LABEL, PODMAN, RUN_FLAGS, TIMEOUT, Container, fs_payload,
                       one_sentinel, podman, run_job)
 
 IN_CREATE = 0x100
@@ -103,6 +104,36 @@ def test_stop_kills_a_job_ignoring_sigterm_after_grace(images, start):
                                  "result": {"exit_code": 137}, "nonce": "n"}
     # Killed by the agent after its grace, not by podman's SIGKILL at 60 s.
     assert grace * 0.9 <= elapsed < 30, "stop took %.1f s" % elapsed
+
+
+# ---- docker run -it ----------------------------------------------------------
+
+def test_tty_job_gets_the_foreground(images):
+    # `podman run -it` under script(1) for a real terminal. The job reads its
+    # own stat: field 5 is its process group, field 8 the terminal's
+    # foreground group; they match when the agent handed it the terminal.
+    job = "read -r s < /proc/$$/stat; set -- $s; echo \"pgrp=$5 tpgid=$8\"; exit 5"
+    cmd = " ".join(PODMAN + ["run", "--rm", "-it", "--label", LABEL] + RUN_FLAGS
+                   + [images.example, "sh", "-c", "'%s'" % job])
+    # stdin stays open until the container is gone: script(1) would otherwise
+    # type an EOF character into the terminal.
+    p = subprocess.Popen(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = p.communicate(timeout=TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 5, (out, err)
+    out = out.replace(b"\r\n", b"\n")
+    # (Not anchored: script(1) may type a NUL that the terminal echoes as ^@.)
+    m = re.findall(rb"pgrp=(\d+) tpgid=(\d+)", out)
+    assert len(m) == 1, out
+    pgrp, tpgid = int(m[0][0]), int(m[0][1])
+    line = m
+    assert pgrp == tpgid and pgrp != 1, line
+    assert one_sentinel(out)["exit_code"] == 5
 
 
 # ---- PID 1 reaps orphans ----------------------------------------------------
