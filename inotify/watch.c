@@ -104,6 +104,9 @@ struct watch {
     int *stack;            /* directories still to list, by wd */
     size_t stack_len, stack_cap;
     unsigned long removals;
+    size_t relist_marks;   /* nodes with `relist` set */
+    int *relist;           /* scratch: the marked nodes of a renamed subtree */
+    size_t relist_cap;
     struct {
         uint32_t cookie;
         int wd;
@@ -188,10 +191,12 @@ struct drop_ctx {
     int skip_pend;   /* ... and its IN_IGNORED has been read already */
 };
 
-static void drop_one(int wd, void *p)
+static void drop_one(const struct wnode *n, void *p)
 {
     struct drop_ctx *c = p;
+    int wd = n->wd;
     c->w->removals++;
+    if (n->relist) c->w->relist_marks--;
     if (wd == c->skip_wd) {
         if (c->skip_pend) return;
     } else {
@@ -259,10 +264,24 @@ static struct wnode *add_dir(struct watch *w, struct wnode *parent, const char *
     }
     if (wd < 0) {
         int e = errno;
-        if (e == ENOENT || e == ENOTDIR || e == ELOOP) return NULL;
+        if (e == ENOENT || e == ENOTDIR) {
+            /* Gone already, or the path is stale: a directory above was
+             * renamed after this event and before we got to it. Then the
+             * parent's own path is gone too, and once the rename's events
+             * give it its new name the parent must be listed again. */
+            buf_reset(&w->path);
+            struct stat st;
+            if (!parent->relist && wtree_path(&w->t, parent, NULL, 0, &w->path) == 0 && buf_cstr(&w->path) &&
+                lstat(w->path.data, &st) < 0 && parent != w->t.root) {
+                parent->relist = 1;
+                w->relist_marks++;
+            }
+            return NULL;
+        }
+        if (e == ELOOP) return NULL;
         char msg[160];
         snprintf(msg, sizeof msg, "cannot watch: %s%s", strerror(e),
-                 e == ENOSPC ? " (inotify watch limit, fs.inotify.max_user_watches)" : "");
+                 e == ENOSPC ? " (inotify watch limit reached)" : "");
         emit(w, IN_Q_OVERFLOW, w->path.data, w->path.len, msg);
         return NULL;
     }
@@ -341,25 +360,28 @@ struct linux_dirent64 {
  * recursive) watch each subdirectory and queue it for listing in turn. The
  * watch is added before the listing, so whatever is created meanwhile is
  * either listed or reported by the watch: duplicates, never a gap. */
-static void list_dir(struct watch *w, int wd, int report)
+static int list_dir(struct watch *w, int wd, int report)
 {
     struct wnode *n = wtree_by_wd(&w->t, wd);
-    if (!n) return;
+    if (!n) return 0;
     buf_reset(&w->path);
     if (wtree_path(&w->t, n, NULL, 0, &w->path) < 0 || !buf_cstr(&w->path)) {
         w->lost = 1;
-        return;
+        return 0;
     }
     /* ROOT itself may be a symlink (followed, as the Python program did);
      * anything below is never followed. */
-    int dfd = open(w->path.data, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (n == w->t.root ? 0 : O_NOFOLLOW));
+    /* The raw system call: musl's open() follows O_CLOEXEC with an fcntl
+     * for kernels that predate it, one wasted call per directory. */
+    int dfd = (int)syscall(SYS_openat, AT_FDCWD, w->path.data,
+                           O_RDONLY | O_DIRECTORY | O_CLOEXEC | (n == w->t.root ? 0 : O_NOFOLLOW));
     if (dfd < 0) {
         int e = errno;
-        if (e == ENOENT || e == ENOTDIR || e == ELOOP) return;
+        if (e == ENOENT || e == ENOTDIR || e == ELOOP) return -1;
         char msg[160];
         snprintf(msg, sizeof msg, "cannot list: %s", strerror(e));
         emit(w, IN_Q_OVERFLOW, w->path.data, w->path.len, msg);
-        return;
+        return 0;
     }
     for (;;) {
         long got = syscall(SYS_getdents64, dfd, w->dents, WATCH_DENTS_BUF);
@@ -394,13 +416,14 @@ static void list_dir(struct watch *w, int wd, int report)
             }
             if (w->removals != before && !(n = wtree_by_wd(&w->t, wd))) {
                 close(dfd);
-                return;
+                return 0;
             }
             if (w->done) break;
         }
         if (w->done) break;
     }
     close(dfd);
+    return 0;
 }
 
 /* Watch everything below `top` (already watched), listing depth-first with an
@@ -414,6 +437,52 @@ static void scan(struct watch *w, struct wnode *top, int report)
     }
     while (w->stack_len > base && !w->done) list_dir(w, w->stack[--w->stack_len], report);
     w->stack_len = base;
+}
+
+/* After a rename inside the tree: list again, reporting what they hold, the
+ * directories of the moved subtree where a subdirectory was missed because
+ * its path went stale before the rename's events were read. */
+static void relist_renamed(struct watch *w, struct wnode *top)
+{
+    if (!w->relist_marks) return;
+    size_t k = 0;
+    for (struct wnode *n = top; n;) {
+        if (n->relist) {
+            if (k == w->relist_cap) {
+                size_t cap = w->relist_cap ? w->relist_cap * 2 : 16;
+                int *r = realloc(w->relist, cap * sizeof *r);
+                if (!r) break;
+                w->relist = r;
+                w->relist_cap = cap;
+            }
+            w->relist[k++] = n->wd;
+        }
+        /* Pre-order walk of top's subtree without recursion. */
+        if (n->child) {
+            n = n->child;
+            continue;
+        }
+        while (n != top && !n->next) n = n->parent;
+        n = n == top ? NULL : n->next;
+    }
+    for (size_t i = 0; i < k && !w->done; i++) {
+        struct wnode *n = wtree_by_wd(&w->t, w->relist[i]);
+        if (!n || !n->relist) continue;
+        n->relist = 0;
+        w->relist_marks--;
+        size_t base = w->stack_len;
+        if (list_dir(w, n->wd, 1) < 0) {
+            /* Still stale: renamed again; the next rename's events retry. */
+            if ((n = wtree_by_wd(&w->t, w->relist[i])) && !n->relist) {
+                n->relist = 1;
+                w->relist_marks++;
+            }
+            continue;
+        }
+        /* list_dir queued the new subdirectories: list them too. */
+        while (w->stack_len > base && !w->done) list_dir(w, w->stack[--w->stack_len], 1);
+        w->stack_len = base;
+    }
 }
 
 /* A fresh inotify fd watching ROOT, and (recursive) every directory below.
@@ -438,6 +507,7 @@ static int arm(struct watch *w, int before_ready)
         return -1;
     }
     w->have_tree = 1;
+    w->relist_marks = 0;
     w->mover_next = 0;
     memset(w->movers, 0, sizeof w->movers);
     if (before_ready && wline_ready(&w->out) < 0) w->lost = 1;
@@ -465,7 +535,11 @@ static void disarm(struct watch *w)
 static void rebuild(struct watch *w)
 {
     disarm(w);
-    if (arm(w, 0) < 0) {
+    /* Hold the overflow line back until every watch is in place. */
+    w->ready = 0;
+    int r = arm(w, 0);
+    w->ready = 1;
+    if (r < 0) {
         char msg[200];
         snprintf(msg, sizeof msg, "ROOT cannot be watched again after an overflow: %s", strerror(errno));
         root_gone(w, msg);
@@ -493,6 +567,7 @@ static void new_dir(struct watch *w, struct wnode *parent, const char *name, siz
     int is_new;
     struct wnode *c = add_dir(w, parent, name, len, &is_new);
     if (c && is_new) scan(w, c, 1);
+    else if (c) relist_renamed(w, c); /* found again under a new name */
 }
 
 static void on_event(struct watch *w, const struct inotify_event *ev)
@@ -553,6 +628,7 @@ static void on_event(struct watch *w, const struct inotify_event *ev)
              * events carry the new path from here on. */
             if (place(w, m, n, ev->name, len) == 0) {
                 m->moving = 0;
+                relist_renamed(w, m);
                 return;
             }
             drop(w, m, -1, 0);
@@ -754,5 +830,6 @@ out:
     free(w.rbuf);
     free(w.dents);
     free(w.stack);
+    free(w.relist);
     return rc;
 }

@@ -234,7 +234,7 @@ static void wd_unlink(struct wtree *t, struct wnode *n)
     if (*pp) *pp = n->wd_next;
 }
 
-void wtree_remove(struct wtree *t, struct wnode *top, void (*fn)(int wd, void *ctx), void *ctx)
+void wtree_remove(struct wtree *t, struct wnode *top, void (*fn)(const struct wnode *n, void *ctx), void *ctx)
 {
     /* Post-order without recursion: descend to a leaf, remove it, climb. */
     struct wnode *n = top;
@@ -246,9 +246,8 @@ void wtree_remove(struct wtree *t, struct wnode *top, void (*fn)(int wd, void *c
         wd_unlink(t, n);
         if (n == t->root) t->root = NULL;
         t->count--;
-        int wd = n->wd;
+        if (fn) fn(n, ctx);
         free_node(n);
-        if (fn) fn(wd, ctx);
         if (last) return;
         n = up;
     }

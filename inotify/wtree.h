@@ -32,6 +32,8 @@ struct wnode {
     size_t name_len;
     uint32_t cookie;               /* IN_MOVED_FROM cookie while `moving` */
     unsigned char moving;          /* renamed away, destination not seen yet */
+    unsigned char relist;          /* a subdirectory could not be watched because
+                                    * the path was stale: list again once renamed */
 };
 
 struct wpend; /* a wd whose IN_IGNORED is still due */
@@ -72,9 +74,10 @@ int wtree_move(struct wtree *t, struct wnode *n, struct wnode *new_parent, const
 /* 1 when `a` is n or one of its ancestors. */
 int wtree_is_ancestor(const struct wnode *a, const struct wnode *n);
 
-/* Remove n and its whole subtree, calling fn(wd, ctx) for each node removed
- * (descendants first). Removing the root is allowed and leaves t->root NULL. */
-void wtree_remove(struct wtree *t, struct wnode *n, void (*fn)(int wd, void *ctx), void *ctx);
+/* Remove n and its whole subtree, calling fn(node, ctx) for each node just
+ * before it is freed (descendants first; the node is already out of both
+ * tables). Removing the root is allowed and leaves t->root NULL. */
+void wtree_remove(struct wtree *t, struct wnode *n, void (*fn)(const struct wnode *n, void *ctx), void *ctx);
 
 /* Append the path of n, joined with `name` when n > 0 (os.path.join rules:
  * one "/" between parts unless the left part already ends with one).

@@ -461,6 +461,49 @@ def test_renamed_directory_events_carry_the_new_path(agent, root, watchers):
         assert not p.startswith(j(root, "a") + b"/"), p
 
 
+def test_directory_created_just_before_its_parent_is_renamed(agent, root, watchers):
+    # The watcher is stopped while the tree changes, so that when it reads
+    # "sub created in a", a is already b: sub's path is stale. It must still
+    # end up watched, and what it holds reported, once the rename is read.
+    os.mkdir(j(root, "a"))
+    w = start(watchers, agent, root)
+    w.ready()
+    os.kill(w.proc.pid, signal.SIGSTOP)
+    try:
+        os.makedirs(j(root, "a", "sub", "deeper"))
+        os.rename(j(root, "a"), j(root, "b"))
+        open(j(root, "b", "sub", "f"), "wb").close()
+    finally:
+        os.kill(w.proc.pid, signal.SIGCONT)
+    w.barrier(root)
+    assert w.has(j(root, "a", "sub"), IN_CREATE | IN_ISDIR)   # as queued
+    assert w.has(j(root, "b", "sub"), IN_CREATE | IN_ISDIR)   # as listed again
+    assert w.has(j(root, "b", "sub", "deeper"), IN_CREATE | IN_ISDIR)
+    assert w.has(j(root, "b", "sub", "f"), IN_CREATE)
+    open(j(root, "b", "sub", "deeper", "g"), "wb").close()
+    w.wait_event(j(root, "b", "sub", "deeper", "g"), IN_CREATE)
+
+
+def test_directory_moved_in_and_on_while_unread(agent, root, tmp_path, watchers):
+    os.makedirs(tmp_path / "outside" / "x")
+    w = start(watchers, agent, root)
+    w.ready()
+    os.kill(w.proc.pid, signal.SIGSTOP)
+    try:
+        os.rename(tmp_path / "outside", j(root, "in"))
+        os.rename(j(root, "in"), j(root, "on"))
+        os.rename(j(root, "on", "x"), tmp_path / "gone")       # and part of it out again
+        os.mkdir(j(root, "on", "y"))
+    finally:
+        os.kill(w.proc.pid, signal.SIGCONT)
+    w.barrier(root)
+    open(j(root, "on", "y", "f"), "wb").close()
+    open(tmp_path / "gone" / "ghost", "wb").close()
+    w.wait_event(j(root, "on", "y", "f"), IN_CREATE)
+    w.barrier(root, "zz-barrier2")
+    assert not any(b"ghost" in p for p in w.paths())
+
+
 def test_symlinks_to_directories_are_not_followed(agent, root, tmp_path, watchers):
     target = tmp_path / "target"
     target.mkdir()
@@ -512,37 +555,58 @@ def test_queue_overflow_is_one_line_then_watching_resumes(agent, root, watchers)
     w.check_format()
 
 
-def test_unwatchable_directories_are_reported_with_an_error(agent, watchers):
-    d = tempfile.mkdtemp()
+def _userns_ok():
+    return subprocess.run(["unshare", "--user", "--map-root-user", "true"], capture_output=True).returncode == 0
+
+
+def test_unwatchable_directories_are_reported_with_an_error(agent, tmp_path, watchers):
+    userns = _userns_ok()
+    # Without user namespaces the watcher runs as a user of its own, which
+    # must be able to reach ROOT.
+    root = str(tmp_path / "root") if userns else tempfile.mkdtemp()
     try:
-        os.chmod(d, 0o755)
-        dirs = [os.path.join(d, "d%02d" % i) for i in range(12)]
-        for x in dirs:
-            os.mkdir(x)
-        # A user of its own, so the limit counts only this watcher's watches:
-        # ROOT and two directories fit.
+        os.makedirs(root, mode=0o755, exist_ok=True)
+        os.chmod(root, 0o755)
+        _unwatchable(agent, root, watchers, userns)
+    finally:
+        if not userns:
+            shutil.rmtree(root)
+
+
+def _unwatchable(agent, root, watchers, userns):
+    dirs = [os.path.join(root, "d%02d" % i) for i in range(12)]
+    for x in dirs:
+        os.mkdir(x)
+    # ROOT and two directories fit under a limit of 3 watches. In a user
+    # namespace of its own the limit is the namespace's (user.max_inotify_watches),
+    # counts this watcher alone and disturbs nothing else on the machine;
+    # without user namespaces, a user of its own under the global limit.
+    if userns:
+        pre = ["unshare", "--user", "--map-root-user", "sh", "-c",
+               'echo 3 > /proc/sys/user/max_inotify_watches && exec "$0" "$@"']
+        w = start(watchers, agent, root, pre=pre)
+        w.ready()
+    else:
         old = _sysctl("max_user_watches")
         try:
             _sysctl("max_user_watches", 3)
-            w = start(watchers, agent, d, pre=["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"])
+            w = start(watchers, agent, root, pre=["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups"])
             w.ready()
         finally:
             _sysctl("max_user_watches", old)
-        w.barrier(d)
-        errs = {e[1]: e[2] for e in w.events if "error" in e[2]}
-        assert len(errs) == 10, errs
-        for p, obj in errs.items():
-            assert obj["mask"] == IN_Q_OVERFLOW and "watch limit" in obj["error"], obj
-            assert p.decode() in dirs
-        w.check_format()
-        # Nothing lost silently: each directory either is watched or was named.
-        for x in dirs:
-            open(os.path.join(x, "f"), "wb").close()
-        w.barrier(d, "zz-barrier2")
-        for x in dirs:
-            assert (x.encode() in errs) != w.has(os.path.join(x, "f"), IN_CREATE), x
-    finally:
-        shutil.rmtree(d)
+    w.barrier(root)
+    errs = {e[1]: e[2] for e in w.events if "error" in e[2]}
+    assert len(errs) == 10, errs
+    for p, obj in errs.items():
+        assert obj["mask"] == IN_Q_OVERFLOW and "watch limit" in obj["error"], obj
+        assert p.decode() in dirs
+    w.check_format()
+    # Nothing lost silently: each directory either is watched or was named.
+    for x in dirs:
+        open(os.path.join(x, "f"), "wb").close()
+    w.barrier(root, "zz-barrier2")
+    for x in dirs:
+        assert (x.encode() in errs) != w.has(os.path.join(x, "f"), IN_CREATE), x
 
 
 # ---- burst --------------------------------------------------------------------

@@ -1,0 +1,212 @@
+/*
+ * test_watch_tree.c - the watcher's tree model (paths joined as os.path.join
+ * does, renames carrying whole subtrees, removal, the IN_IGNORED ledger, the
+ * node bound) and its output line (Python json.dumps parity).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "inotify/wline.h"
+#include "inotify/wtree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *path_of(struct wtree *t, struct wnode *n, const char *name)
+{
+    static struct buf b;
+    buf_free(&b);
+    buf_init(&b, 1 << 20);
+    assert_int_equal(wtree_path(t, n, name, name ? strlen(name) : 0, &b), 0);
+    return buf_cstr(&b);
+}
+
+static struct wnode *add(struct wtree *t, struct wnode *p, const char *name, int wd)
+{
+    struct wnode *n = wtree_add(t, p, name, strlen(name), wd);
+    assert_non_null(n);
+    return n;
+}
+
+static void test_join_like_os_path_join(void **st)
+{
+    (void)st;
+    struct wtree t;
+    assert_int_equal(wtree_init(&t, "/r", 2, 100), 0);
+    struct wnode *r = add(&t, NULL, "", 1), *a = add(&t, r, "a", 2), *b = add(&t, a, "b", 3);
+    assert_string_equal(path_of(&t, r, NULL), "/r");
+    assert_string_equal(path_of(&t, r, "f"), "/r/f");
+    assert_string_equal(path_of(&t, b, NULL), "/r/a/b");
+    assert_string_equal(path_of(&t, b, "f g"), "/r/a/b/f g");
+    wtree_free(&t);
+
+    assert_int_equal(wtree_init(&t, "rel/dir/", 8, 100), 0);
+    r = add(&t, NULL, "", 1);
+    a = add(&t, r, "a", 2);
+    assert_string_equal(path_of(&t, r, NULL), "rel/dir/");
+    assert_string_equal(path_of(&t, r, "f"), "rel/dir/f");
+    assert_string_equal(path_of(&t, a, "f"), "rel/dir/a/f");
+    wtree_free(&t);
+
+    assert_int_equal(wtree_init(&t, "/", 1, 100), 0);
+    r = add(&t, NULL, "", 1);
+    a = add(&t, r, "tmp", 2);
+    assert_string_equal(path_of(&t, a, "x"), "/tmp/x");
+    assert_string_equal(path_of(&t, r, NULL), "/");
+    wtree_free(&t);
+}
+
+static void test_lookup_and_rename_carries_subtree(void **st)
+{
+    (void)st;
+    struct wtree t;
+    assert_int_equal(wtree_init(&t, "/r", 2, 100), 0);
+    struct wnode *r = add(&t, NULL, "", 1), *a = add(&t, r, "a", 2), *b = add(&t, a, "b", 3);
+    struct wnode *c = add(&t, b, "c", 4), *z = add(&t, r, "z", 5);
+    assert_ptr_equal(wtree_by_wd(&t, 4), c);
+    assert_ptr_equal(wtree_child(&t, a, "b", 1), b);
+    assert_null(wtree_child(&t, r, "b", 1));
+    assert_null(wtree_by_wd(&t, 99));
+
+    assert_int_equal(wtree_move(&t, a, z, "renamed", 7), 0);
+    assert_string_equal(path_of(&t, c, "f"), "/r/z/renamed/b/c/f");
+    assert_null(wtree_child(&t, r, "a", 1));
+    assert_ptr_equal(wtree_child(&t, z, "renamed", 7), a);
+
+    /* Into its own subtree: refused, nothing changed. */
+    assert_int_equal(wtree_move(&t, a, c, "loop", 4), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_string_equal(path_of(&t, c, NULL), "/r/z/renamed/b/c");
+    assert_int_equal(wtree_is_ancestor(a, c), 1);
+    assert_int_equal(wtree_is_ancestor(c, a), 0);
+    /* The root cannot be renamed. */
+    assert_int_equal(wtree_move(&t, r, z, "x", 1), -1);
+    wtree_free(&t);
+}
+
+static int removed[16];
+static int nremoved;
+static void on_removed(const struct wnode *n, void *ctx)
+{
+    (void)ctx;
+    removed[nremoved++] = n->wd;
+}
+
+static void test_remove_subtree(void **st)
+{
+    (void)st;
+    struct wtree t;
+    assert_int_equal(wtree_init(&t, "/r", 2, 100), 0);
+    struct wnode *r = add(&t, NULL, "", 1), *a = add(&t, r, "a", 2), *b = add(&t, a, "b", 3);
+    add(&t, b, "c", 4);
+    add(&t, a, "d", 5);
+    add(&t, r, "e", 6);
+    nremoved = 0;
+    wtree_remove(&t, a, on_removed, NULL);
+    assert_int_equal(nremoved, 4);
+    assert_int_equal(removed[3], 2); /* the top last: descendants first */
+    assert_int_equal(t.count, 2);
+    for (int wd = 2; wd <= 5; wd++) assert_null(wtree_by_wd(&t, wd));
+    assert_null(wtree_child(&t, r, "a", 1));
+    assert_non_null(wtree_child(&t, r, "e", 1));
+    /* The name is free again, the number too. */
+    add(&t, r, "a", 2);
+    nremoved = 0;
+    wtree_remove(&t, r, on_removed, NULL);
+    assert_int_equal(nremoved, 3);
+    assert_null(t.root);
+    assert_int_equal(t.count, 0);
+    wtree_free(&t);
+}
+
+static void test_ignored_ledger(void **st)
+{
+    (void)st;
+    struct wtree t;
+    assert_int_equal(wtree_init(&t, "/r", 2, 100), 0);
+    assert_int_equal(wtree_pend_due(&t, 7), 0);
+    assert_int_equal(wtree_pend_take(&t, 7), 0);
+    assert_int_equal(wtree_pend_add(&t, 7), 0);
+    assert_int_equal(wtree_pend_add(&t, 7), 0);
+    assert_int_equal(wtree_pend_due(&t, 7), 1);
+    assert_int_equal(wtree_pend_take(&t, 7), 1);
+    assert_int_equal(wtree_pend_due(&t, 7), 1);
+    assert_int_equal(wtree_pend_take(&t, 7), 1);
+    assert_int_equal(wtree_pend_due(&t, 7), 0);
+    for (int wd = 0; wd < 5000; wd++) assert_int_equal(wtree_pend_add(&t, wd), 0);
+    for (int wd = 0; wd < 5000; wd++) assert_int_equal(wtree_pend_take(&t, wd), 1);
+    assert_int_equal(t.pend_count, 0);
+    wtree_free(&t);
+}
+
+static void test_bound_and_growth(void **st)
+{
+    (void)st;
+    struct wtree t;
+    char name[16];
+    assert_int_equal(wtree_init(&t, "/r", 2, 3000), 0);
+    struct wnode *r = add(&t, NULL, "", 1), *p = r;
+    for (int i = 2; i <= 3000; i++) {
+        snprintf(name, sizeof name, "n%d", i);
+        struct wnode *n = wtree_add(&t, i % 3 ? p : r, name, strlen(name), i);
+        assert_non_null(n);
+        if (i % 100 == 0) p = n;
+    }
+    assert_null(wtree_add(&t, r, "over", 4, 5000));
+    assert_int_equal(errno, ENOSPC);
+    for (int i = 2; i <= 3000; i++) {
+        struct wnode *n = wtree_by_wd(&t, i);
+        assert_non_null(n);
+        snprintf(name, sizeof name, "n%d", i);
+        assert_ptr_equal(wtree_child(&t, n->parent, name, strlen(name)), n);
+    }
+    /* A root added twice is refused. */
+    assert_null(wtree_add(&t, NULL, "", 0, 9999));
+    wtree_free(&t);
+}
+
+static const char *line(uint32_t mask, const char *path, size_t n, const char *err)
+{
+    static struct buf b;
+    buf_free(&b);
+    buf_init(&b, 1 << 20);
+    assert_int_equal(wline_event(&b, mask, path, n, err), 0);
+    return buf_cstr(&b);
+}
+
+static void test_line_is_python_json_dumps(void **st)
+{
+    (void)st;
+    assert_string_equal(line(256, "/r/a", 4, NULL), "__SBX_WATCH__{\"mask\": 256, \"path\": \"/r/a\"}\n");
+    assert_string_equal(line(0x40000100u, "/r/d", 4, NULL),
+                        "__SBX_WATCH__{\"mask\": 1073742080, \"path\": \"/r/d\"}\n");
+    /* json.dumps({"mask": 2, "path": os.fsdecode(b'/r/q"\\\n\xff\xc3\xa9\xf0\x9f\x98\x80\x01')}) */
+    const char raw[] = "/r/q\"\\\n\xff\xc3\xa9\xf0\x9f\x98\x80\x01";
+    assert_string_equal(line(2, raw, sizeof raw - 1, NULL),
+                        "__SBX_WATCH__{\"mask\": 2, \"path\": "
+                        "\"/r/q\\\"\\\\\\n\\udcff\\u00e9\\ud83d\\ude00\\u0001\"}\n");
+    assert_string_equal(line(16384, "/r/x", 4, "cannot watch: No space left on device"),
+                        "__SBX_WATCH__{\"mask\": 16384, \"path\": \"/r/x\", "
+                        "\"error\": \"cannot watch: No space left on device\"}\n");
+    struct buf b;
+    buf_init(&b, 30);
+    assert_int_equal(wline_event(&b, 1, "/a/very/long/path/that/does/not/fit", 35, NULL), -1);
+    assert_int_equal(b.len, 0); /* all or nothing */
+    buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_join_like_os_path_join),
+        cmocka_unit_test(test_lookup_and_rename_carries_subtree),
+        cmocka_unit_test(test_remove_subtree),
+        cmocka_unit_test(test_ignored_ledger),
+        cmocka_unit_test(test_bound_and_growth),
+        cmocka_unit_test(test_line_is_python_json_dumps),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
