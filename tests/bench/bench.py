@@ -34,7 +34,9 @@ def ratio(row):
     a, b = row.get("agent"), row.get("baseline")
     if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or not a or not b:
         return "-"
-    r = (a / b) if row.get("unit") in HIGHER_IS_BETTER else (b / a)
+    unit = row.get("unit", "")
+    higher = unit in HIGHER_IS_BETTER or "higher is better" in unit
+    r = (a / b) if higher else (b / a)
     return "%.1fx" % r
 
 
