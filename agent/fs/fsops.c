@@ -19,6 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "a/b//" -> "a/b"; "/" and "//" stay "/". In place: argv strings are ours. */
+static void strip_trailing_slashes(char *p)
+{
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+}
+
 static const char fs_usage[] =
     "usage: " SA_NAME " fs OP [OPTIONS] [--] PATH...\n"
     "\n"
@@ -113,11 +120,11 @@ int fs_main(int argc, char **argv)
     }
 
     unsigned seen = 0;
-    const char *paths[2] = {NULL, NULL};
+    char *paths[2] = {NULL, NULL}; /* argv strings: ours to edit */
     const char *mode_s = NULL, *offset_s = NULL, *max_s = NULL;
     int npaths = 0, dashdash = 0;
     for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
+        char *a = argv[i];
         if (!dashdash && !strcmp(a, "--")) {
             dashdash = 1;
             continue;
@@ -196,8 +203,18 @@ int fs_main(int argc, char **argv)
     if (!strcmp(name, "list")) return fs_op_list(paths[0]);
     if (!strcmp(name, "stat")) return fs_op_stat(paths[0], !!(seen & O_FOLLOW));
     if (!strcmp(name, "mkdir")) return fs_op_mkdir(paths[0], !!(seen & O_PARENTS), !!mode_s, mode);
-    if (!strcmp(name, "remove")) return fs_op_remove(paths[0], !!(seen & O_RECURSIVE));
-    if (!strcmp(name, "move")) return fs_op_move(paths[0], paths[1], !!(seen & O_OVERWRITE));
+    /* remove and move act on the named entry itself: "link/" must name the
+     * symlink, not the directory it points to (the kernel follows a final
+     * symlink when the path ends in '/', O_NOFOLLOW or not). */
+    if (!strcmp(name, "remove")) {
+        strip_trailing_slashes(paths[0]);
+        return fs_op_remove(paths[0], !!(seen & O_RECURSIVE));
+    }
+    if (!strcmp(name, "move")) {
+        strip_trailing_slashes(paths[0]);
+        strip_trailing_slashes(paths[1]);
+        return fs_op_move(paths[0], paths[1], !!(seen & O_OVERWRITE));
+    }
     if (!strcmp(name, "write"))
         return fs_op_write(paths[0], !!mode_s, mode, !!(seen & O_PARENTS), !!(seen & O_APPEND_));
     return fs_op_read(paths[0], offset, !!max_s, max);

@@ -63,6 +63,16 @@ static char *tree_path(const char *shown, struct frame *st, size_t n, const char
     return p;
 }
 
+/* The root directory, compared by device and inode with every directory the
+ * walk opens: a check on the path before the walk could be raced (the guest
+ * swaps a directory for a symlink to / in between), a check on the open fd
+ * cannot. A bind mount of / inside the tree is caught the same way. */
+static int is_root(const struct stat *sb)
+{
+    struct stat root;
+    return stat("/", &root) == 0 && sb->st_dev == root.st_dev && sb->st_ino == root.st_ino;
+}
+
 int fs_remove_tree(int dirfd, const char *name, const char *shown, char **failed)
 {
     struct frame *st = NULL;
@@ -81,8 +91,9 @@ int fs_remove_tree(int dirfd, const char *name, const char *shown, char **failed
         return e;
     }
     struct stat sb;
-    if (fstat(fd, &sb) < 0 || !(st = malloc(16 * sizeof *st))) {
+    if (fstat(fd, &sb) < 0 || is_root(&sb) || !(st = malloc(16 * sizeof *st))) {
         e = errno ? errno : ENOMEM;
+        if (is_root(&sb)) e = EBUSY;
         close(fd);
         *failed = strdup(shown);
         return e;
@@ -138,8 +149,8 @@ int fs_remove_tree(int dirfd, const char *name, const char *shown, char **failed
                         top = &st[n - 1];
                     }
                     char *cname = strdup(nm);
-                    if (!cname || fstat(cfd, &sb) < 0) {
-                        e = cname ? errno : ENOMEM;
+                    if (!cname || fstat(cfd, &sb) < 0 || is_root(&sb)) {
+                        e = !cname ? ENOMEM : is_root(&sb) ? EBUSY : errno;
                         free(cname);
                         close(cfd);
                         leaf = nm;

@@ -573,3 +573,33 @@ def test_leading_dash_after_double_dash(tmp_path):
 def test_help():
     p = subprocess.run([AGENT, "fs", "--help"], capture_output=True, timeout=TIMEOUT)
     assert p.returncode == 0 and b"list" in p.stdout and b"66" in p.stdout
+
+
+# A path ending in '/' makes the kernel follow a final symlink even with
+# O_NOFOLLOW; remove and move must still act on the link itself.
+def test_remove_trailing_slash_removes_the_link_not_the_target(tmp_path):
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "keep.txt").write_text("x")
+    (tmp_path / "t").mkdir()
+    os.symlink(victim, tmp_path / "t" / "link")
+    p = fs("remove", str(tmp_path / "t" / "link") + "/", "--recursive")
+    assert p.returncode == 0, p.stderr
+    assert not os.path.lexists(tmp_path / "t" / "link")
+    assert sorted(os.listdir(victim)) == ["keep.txt", "sub"]
+
+
+def test_move_trailing_slash_moves_the_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("x")
+    os.symlink(victim, tmp_path / "link")
+    dst = "/dev/shm/sa-move-%d" % os.getpid()  # another filesystem: the copy path
+    try:
+        p = fs("move", str(tmp_path / "link") + "/", dst)
+        assert p.returncode == 0, p.stderr
+        assert os.path.islink(dst) and os.readlink(dst) == str(victim)
+        assert os.listdir(victim) == ["keep.txt"]
+    finally:
+        if os.path.lexists(dst):
+            os.unlink(dst)
