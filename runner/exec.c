@@ -142,6 +142,7 @@ struct exec_state {
     struct ev_loop *loop;
     pid_t pid;
     int exited, status, timed_out, oom;
+    int killed; /* the kill-after SIGKILL has been sent */
     double kill_after;
     struct timespec start, end;
     struct stream out, err;
@@ -196,6 +197,7 @@ static void on_killer(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct exec_state *st = w->data;
     log_debug("exec: kill-after expired; SIGKILL to group %d", (int)st->pid);
+    st->killed = 1;
     kill(-st->pid, SIGKILL);
     if (!st->exited) kill(st->pid, SIGKILL);
     else ev_break(loop, EVBREAK_ALL);
@@ -217,12 +219,12 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* After a timeout the leader may be gone while the rest of its group still
- * runs: wait for them, until kill-after has passed. */
+ * runs: wait for them, until kill-after has passed (on_killer then ends it). */
 static void on_poll(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     struct exec_state *st = w->data;
-    if (kill(-st->pid, 0) < 0 && errno == ESRCH) ev_break(loop, EVBREAK_ALL);
+    if ((kill(-st->pid, 0) < 0 && errno == ESRCH) || st->killed) ev_break(loop, EVBREAK_ALL);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -250,7 +252,10 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
             stream_read(st, ss[i], (size_t)avail);
     }
     ev_timer_stop(loop, &st->timeout);
-    if (st->timed_out && !(kill(-st->pid, 0) < 0 && errno == ESRCH)) {
+    /* Once SIGKILL has gone out there is nothing left to wait for: a group
+     * member that lingers is a zombie nobody reaps or a process stuck in the
+     * kernel, and neither may hold the call open. */
+    if (st->timed_out && !st->killed && !(kill(-st->pid, 0) < 0 && errno == ESRCH)) {
         ev_timer_init(&st->poll, on_poll, GROUP_POLL, GROUP_POLL);
         st->poll.data = st;
         ev_timer_start(loop, &st->poll);

@@ -213,3 +213,18 @@ def test_usage_errors(args):
 def test_help():
     p = run_exec("--help")
     assert p.returncode == 0 and b"--max-output-bytes" in p.stdout
+
+
+def test_timeout_bounded_with_unreaped_group_zombie():
+    # The command ignores SIGTERM and leaves a zombie child in its group that
+    # nobody reaps (the parent of the agent is a non-reaping subreaper): the
+    # group never becomes empty, yet the call must end after kill-after.
+    job = ("import os,signal,time\nsignal.signal(signal.SIGTERM,signal.SIG_IGN)\n"
+           "if os.fork()==0: os._exit(0)\ntime.sleep(60)")
+    p = subprocess.run([PY, os.path.join(os.path.dirname(__file__), "workloads", "nonreaper.py"), AGENT,
+                        "exec", "--timeout", "1", "--kill-after", "1", "--", PY, "-c", job],
+                       capture_output=True, timeout=40, env=clean_env())
+    rc, _, line = p.stdout.decode().partition(" ")
+    assert rc == "0", p.stderr
+    res = json.loads(line.strip()[len("__SBX_EXEC__"):])
+    assert res["timed_out"] is True and res["signal"] == 9
