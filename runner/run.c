@@ -86,6 +86,11 @@ static void on_signal(struct ev_loop *loop, int sig, void *ctx)
     /* SIGTERM (docker stop) and SIGINT (Ctrl-C without a terminal) are
      * requests to stop: the job gets the grace period to exit by itself. A
      * second one is forwarded again but does not restart the clock. */
+    if (sig == SIGTERM || sig == SIGINT) {
+        /* A stopped job (SIGSTOP, Ctrl-Z) cannot act on the request until it
+         * runs again: without SIGCONT it could only ever end in SIGKILL. */
+        pid1_forward(st->child, SIGCONT, st->cfg.to_group);
+    }
     if ((sig == SIGTERM || sig == SIGINT) && !st->grace_started) {
         st->grace_started = 1;
         ev_timer_init(&st->grace, on_grace_expired, st->cfg.grace, 0);
@@ -305,10 +310,16 @@ static int run_job(int argc, char **argv, struct run_owned *own)
         print_sentinel(core.data, core.len, at_line_start);
     }
     /* As PID 1 the kernel kills everything left when we exit. Do it now, so
-     * no leftover process of the job lives alongside the webhook POST. */
-    if (pid1_is_init()) kill(-1, SIGKILL);
-
+     * no leftover process of the job lives alongside the webhook POST. As a
+     * subreaper, leftovers are left running like tini does, except before an
+     * https webhook: curl is a fresh, dumpable process holding the nonce, and
+     * a leftover of the same uid could read it from /proc/<curl>. */
     const char *hook = getenv(ENV_WEBHOOK);
+    if (pid1_is_init())
+        kill(-1, SIGKILL);
+    else if (hook && !strncmp(hook, "https://", 8))
+        reaper_kill_children(st.loop);
+
     if (hook && *hook) {
         const char *job_id = getenv(ENV_JOB_ID);
         struct buf payload;

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -183,6 +184,45 @@ void reaper_watch(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reap
 }
 
 void reaper_unwatch(struct ev_loop *loop, struct reaper_watch *rw) { ev_child_stop(loop, &rw->w); }
+
+static int kill_listed_children(void)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    int count = 0;
+    for (char *p = buf, *end; *p; p = end) {
+        long pid = strtol(p, &end, 10);
+        if (end == p) break;
+        if (pid > 1 && kill((pid_t)pid, SIGKILL) == 0) count++;
+    }
+    return count;
+}
+
+static void on_round(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)w;
+    (void)revents;
+    ev_break(loop, EVBREAK_ONE);
+}
+
+void reaper_kill_children(struct ev_loop *loop)
+{
+    /* A killed child's own children are reparented to us only once it has
+     * died, so this goes in rounds; 100 rounds of 10 ms bound it. */
+    ev_timer t;
+    ev_timer_init(&t, on_round, 0.01, 0.);
+    for (int round = 0; round < 100 && kill_listed_children() > 0; round++) {
+        ev_timer_start(loop, &t);
+        ev_run(loop, 0); /* reaps what died, then the timer ends the round */
+        ev_timer_stop(loop, &t);
+    }
+}
 
 static ev_child any_child;
 

@@ -56,6 +56,11 @@ struct reaper_watch {
 void reaper_watch(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reaper_fn fn, void *ctx);
 void reaper_unwatch(struct ev_loop *loop, struct reaper_watch *rw);
 
+/* SIGKILL every child of ours (as a subreaper: the orphans of what we ran),
+ * and theirs as they are reparented to us, reaping as they go; gives up
+ * after a bounded number of rounds. */
+void reaper_kill_children(struct ev_loop *loop);
+
 /* Log (at debug) every reaped process without its own watcher: orphans. */
 void reaper_init(struct ev_loop *loop);
 

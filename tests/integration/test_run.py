@@ -723,3 +723,40 @@ def test_closed_stdout_still_exits_with_job_code(tmp):
     p.stdout.close()
     rc = p.wait(timeout=TIMEOUT)
     assert rc == 7
+
+
+def test_https_webhook_as_subreaper_kills_leftovers_first(tmp, tls_hook):
+    # curl holds the nonce in a dumpable process: a leftover of the job (same
+    # uid) must not be alive to read /proc/<curl>/fd/0 or its memory.
+    srv, cert = tls_hook
+    env = result_env(tmp, SANDBOX_JOB_WEBHOOK="https://127.0.0.1:%d/h" % srv.server_address[1],
+                     SANDBOX_JOB_NONCE="n", CURL_CA_BUNDLE=str(cert))
+    r = run(["sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!"], False, env)
+    assert r.returncode == 0, r.stderr
+    leftover = int(r.stdout.split(b"\n")[0])
+    assert len(Hook.received) == 1
+    try:
+        with open("/proc/%d/stat" % leftover) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z"), state
+
+
+def test_stop_signal_resumes_a_stopped_job(tmp):
+    # A stopped job gets SIGCONT with the stop request, so it can exit by itself (143)
+    # instead of waiting for SIGKILL at the end of the grace period.
+    j = Job(["sh", "-c", "echo ready; kill -STOP $$; exit 0"], pid1=True,
+            env=result_env(tmp, SANDBOX_AGENT_GRACE_SECONDS="30"))
+    j.wait_text("ready")
+    pid = j.agent_pid()
+    # Wait until the job is really stopped (state T) before asking it to stop.
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        kids = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
+        if kids and open("/proc/%s/stat" % kids[0]).read().rsplit(")", 1)[1].split()[0] == "T":
+            break
+        time.sleep(0.01)
+    j.signal(signal.SIGTERM)
+    assert j.finish(timeout=20) == 143
+    assert j.sentinel()["exit_code"] == 143
