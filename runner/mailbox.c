@@ -3,7 +3,9 @@
  *
  * Reads with pread at our own offset: the offset is the single truth for
  * "how much has been handed on", which is what makes pausing mid-chunk and
- * detecting truncation (size < offset) simple.
+ * detecting truncation simple: the file is smaller than the offset, or it no
+ * longer holds, just before the offset, the bytes we last read there (it was
+ * truncated and written past the old offset before we looked).
  */
 #include "mailbox.h"
 #include "agent/core/log.h"
@@ -23,6 +25,29 @@
 
 static void check(struct mailbox *mb);
 
+static void remember_tail(struct mailbox *mb, const char *p, size_t n)
+{
+    const size_t cap = sizeof mb->tail;
+    if (n >= cap) {
+        memcpy(mb->tail, p + n - cap, cap);
+        mb->tail_len = cap;
+        return;
+    }
+    size_t keep = mb->tail_len + n > cap ? cap - n : mb->tail_len;
+    memmove(mb->tail, mb->tail + mb->tail_len - keep, keep);
+    memcpy(mb->tail + keep, p, n);
+    mb->tail_len = keep + n;
+}
+
+/* 1 when the file still holds our remembered tail just before off. */
+static int tail_intact(struct mailbox *mb)
+{
+    char now[sizeof mb->tail];
+    if (!mb->tail_len) return 1;
+    ssize_t r = pread(mb->fd, now, mb->tail_len, mb->off - (off_t)mb->tail_len);
+    return r == (ssize_t)mb->tail_len && !memcmp(now, mb->tail, mb->tail_len);
+}
+
 /* Hand on what the open file holds past our offset, until EOF or a pause. */
 static void drain(struct mailbox *mb)
 {
@@ -36,6 +61,7 @@ static void drain(struct mailbox *mb)
         if (r == 0) return;
         size_t used = lsplit_feed(&mb->split, mb->chunk, (size_t)r, mb->fn, mb->ctx);
         mb->off += (off_t)used;
+        remember_tail(mb, mb->chunk, used);
         if (used < (size_t)r) return; /* paused inside the callback */
     }
 }
@@ -74,6 +100,7 @@ static void open_file(struct mailbox *mb)
     mb->dev = st.st_dev;
     mb->ino = st.st_ino;
     mb->off = 0;
+    mb->tail_len = 0;
     lsplit_reset(&mb->split);
     log_debug("reading the mailbox %s (inode %lu)", mb->path, (unsigned long)st.st_ino);
 }
@@ -95,9 +122,10 @@ static void check(struct mailbox *mb)
     if (mb->fd < 0) open_file(mb);
     if (mb->fd >= 0) {
         struct stat st;
-        if (fstat(mb->fd, &st) == 0 && st.st_size < mb->off) {
+        if (fstat(mb->fd, &st) == 0 && (st.st_size < mb->off || !tail_intact(mb))) {
             log_info("the mailbox %s was truncated; reading from the start", mb->path);
             mb->off = 0;
+            mb->tail_len = 0;
             lsplit_reset(&mb->split);
         }
         drain(mb);

@@ -36,6 +36,10 @@ struct mailbox {
     dev_t dev;
     ino_t ino;
     off_t off;
+    /* The last bytes handed on (ending at off): if the file no longer holds
+     * them there, it was truncated and refilled past off between two looks. */
+    char tail[64];
+    size_t tail_len;
     int ifd, wd;
     ev_io iw;
     ev_timer poll;

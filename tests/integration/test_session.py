@@ -212,6 +212,27 @@ def test_truncation_starts_again_at_zero(session):
     assert s.order.count("before0") == 1
 
 
+def test_truncation_then_refill_past_old_offset(session):
+    # Truncated and written past the old offset before the agent looks: the
+    # size alone cannot tell; the agent notices the bytes before its offset
+    # changed. The agent is stopped meanwhile so it cannot look in between.
+    s = session()
+    for i in range(3):
+        s.call("early%d" % i)
+    os.kill(s.p.pid, signal.SIGSTOP)
+    try:
+        with open(s.mailbox, "r+b") as f:
+            f.truncate(0)
+            f.write(b"".join(b'{"id": "late%d", "method": "echo", "params": "%s"}\n' % (i, b"z" * 40)
+                             for i in range(20)))
+    finally:
+        os.kill(s.p.pid, signal.SIGCONT)
+    for i in range(20):
+        assert s.reply("late%d" % i)["result"]["params"] == "z" * 40
+    assert s.stop() == 0
+    assert not s.bad_lines
+
+
 def test_replacement_by_rename_starts_again_at_zero(session, tmp_path):
     s = session()
     s.call("one")
