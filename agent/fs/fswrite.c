@@ -235,8 +235,17 @@ int fs_op_mkdir(const char *path, int parents, int has_mode, mode_t mode)
         }
         if (e) return fs_fail("mkdir", e, NULL, path);
     }
-    /* --mode is the mode, as mkdir -m: the umask does not cut it. */
-    if (created && has_mode && chmod(path, mode) < 0) return fs_fail("mkdir", errno, NULL, path);
+    /* --mode is the mode, as mkdir -m: the umask does not cut it. Through an
+     * fd opened without following a symlink: the guest may have swapped the
+     * new directory for a link to /etc/shadow since mkdir, and chmod(path)
+     * would follow it. */
+    if (created && has_mode) {
+        int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0) return fs_fail("mkdir", errno, NULL, path);
+        int r = fchmod(dfd, mode), e = errno;
+        close(dfd);
+        if (r < 0) return fs_fail("mkdir", e, NULL, path);
+    }
     struct buf b;
     buf_init(&b, 256);
     int rc = 0;
