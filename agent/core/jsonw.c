@@ -5,6 +5,7 @@
 #include "utf8.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +86,7 @@ int jsonw_key(struct buf *b, const char *key)
     return buf_append(b, ": ", 2);
 }
 
-int jsonw_double(struct buf *b, double d)
+int jsonw_double_repr(struct buf *b, double d)
 {
     char tmp[40], digits[24];
     int prec, exp10;
@@ -130,4 +131,52 @@ int jsonw_double(struct buf *b, double d)
     if (buf_putc(b, '.') < 0) return -1;
     if (nd > intlen) return buf_append(b, digits + intlen, (size_t)(nd - intlen));
     return buf_putc(b, '0');
+}
+
+/*
+ * Why two paths: jsonw_double_repr searches the shortest repr with up to 17
+ * snprintf/strtod rounds, which in musl costs ~20 us a number and dominated
+ * `fs list` (one mtime per entry). For 1 <= d < 1e15 (every real mtime) the shortest
+ * round-trip decimal is found exactly with integer arithmetic: d = M / 2^q,
+ * the values that round to d lie within half an ulp of it, and the answer is
+ * the fewest fractional digits k for which a k-digit decimal lies in that
+ * interval, the one nearest d (Python's repr, David Gay's mode 0). Below 1e15
+ * repr prints no exponent and ulp <= 1/8, so fewer fraction digits is
+ * exactly fewer significant digits. Anything else goes to jsonw_double_repr.
+ */
+int jsonw_double(struct buf *b, double d)
+{
+    if (!(d >= 1.0 && d < 1e15)) {
+        if (d <= -1.0 && d > -1e15) {
+            if (buf_putc(b, '-') < 0) return -1;
+            return jsonw_double(b, -d);
+        }
+        return jsonw_double_repr(b, d);
+    }
+    int ex;
+    double fr = frexp(d, &ex);                  /* d = fr * 2^ex, fr in [0.5, 1) */
+    uint64_t m = (uint64_t)ldexp(fr, 53);        /* 53-bit mantissa, exact */
+    int shift = 53 - ex + 2;                     /* value = X / 2^shift, X in quarter ulps */
+    typedef unsigned __int128 u128;
+    u128 mid = (u128)m << 2, hi = mid + 2;
+    u128 lo = m == (1ull << 52) ? mid - 1 : mid - 2; /* a power of two: the gap below is half */
+    int inclusive = !(m & 1);                    /* round-half-even keeps even ends */
+    u128 scale = 1;
+    u128 one = (u128)1 << shift;
+    for (int k = 0; k <= 17; k++, scale *= 10) {
+        u128 l = lo * scale, h = hi * scale, c = mid * scale;
+        u128 nlo = (l + one - 1) >> shift;       /* ceil */
+        if (!inclusive && (l & (one - 1)) == 0) nlo++;
+        u128 nhi = h >> shift;                   /* floor */
+        if (!inclusive && (h & (one - 1)) == 0) nhi--;
+        if (nlo > nhi) continue;
+        u128 n = c >> shift, rem = c & (one - 1);
+        if (rem > (one >> 1) || (rem == (one >> 1) && (n & 1))) n++;
+        if (n < nlo) n = nlo;
+        if (n > nhi) n = nhi;
+        uint64_t ip = (uint64_t)(n / scale), fp = (uint64_t)(n % scale);
+        if (k == 0) return buf_printf(b, "%llu.0", (unsigned long long)ip);
+        return buf_printf(b, "%llu.%0*llu", (unsigned long long)ip, k, (unsigned long long)fp);
+    }
+    return jsonw_double_repr(b, d);
 }

@@ -28,5 +28,8 @@ int jsonw_cstr(struct buf *b, const char *s);
 int jsonw_key(struct buf *b, const char *key);
 /* A double as Python's repr(float) writes it ("1.5", "1700000000.0", "1e+16"). */
 int jsonw_double(struct buf *b, double d);
+/* The same by a plain shortest-round-trip search: the reference the fast
+ * path of jsonw_double is tested against, and its fallback. */
+int jsonw_double_repr(struct buf *b, double d);
 
 #endif

@@ -153,54 +153,6 @@ double fs_mtime(const struct stat *st)
     return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec * 1e-9;
 }
 
-/*
- * Why not jsonw_double for every mtime: it searches the shortest repr with
- * up to 17 snprintf/strtod rounds, which in musl costs ~20 us per entry and
- * dominated `fs list`. For 1 <= d < 1e15 (every real mtime) the shortest
- * round-trip decimal is found exactly with integer arithmetic: d = M / 2^q,
- * the values that round to d lie within half an ulp of it, and the answer is
- * the fewest fractional digits k for which a k-digit decimal lies in that
- * interval, the one nearest d (Python's repr, David Gay's mode 0). Below 1e15
- * repr prints no exponent and ulp <= 1/8, so fewer fraction digits is
- * exactly fewer significant digits. Anything else goes to jsonw_double.
- */
-int fs_put_double(struct buf *b, double d)
-{
-    if (!(d >= 1.0 && d < 1e15)) {
-        if (d <= -1.0 && d > -1e15) {
-            if (buf_putc(b, '-') < 0) return -1;
-            return fs_put_double(b, -d);
-        }
-        return jsonw_double(b, d);
-    }
-    int ex;
-    double fr = frexp(d, &ex);                  /* d = fr * 2^ex, fr in [0.5, 1) */
-    uint64_t m = (uint64_t)ldexp(fr, 53);        /* 53-bit mantissa, exact */
-    int shift = 53 - ex + 2;                     /* value = X / 2^shift, X in quarter ulps */
-    typedef unsigned __int128 u128;
-    u128 mid = (u128)m << 2, hi = mid + 2;
-    u128 lo = m == (1ull << 52) ? mid - 1 : mid - 2; /* a power of two: the gap below is half */
-    int inclusive = !(m & 1);                    /* round-half-even keeps even ends */
-    u128 scale = 1;
-    u128 one = (u128)1 << shift;
-    for (int k = 0; k <= 17; k++, scale *= 10) {
-        u128 l = lo * scale, h = hi * scale, c = mid * scale;
-        u128 nlo = (l + one - 1) >> shift;       /* ceil */
-        if (!inclusive && (l & (one - 1)) == 0) nlo++;
-        u128 nhi = h >> shift;                   /* floor */
-        if (!inclusive && (h & (one - 1)) == 0) nhi--;
-        if (nlo > nhi) continue;
-        u128 n = c >> shift, rem = c & (one - 1);
-        if (rem > (one >> 1) || (rem == (one >> 1) && (n & 1))) n++;
-        if (n < nlo) n = nlo;
-        if (n > nhi) n = nhi;
-        uint64_t ip = (uint64_t)(n / scale), fp = (uint64_t)(n % scale);
-        if (k == 0) return buf_printf(b, "%llu.0", (unsigned long long)ip);
-        return buf_printf(b, "%llu.%0*llu", (unsigned long long)ip, k, (unsigned long long)fp);
-    }
-    return jsonw_double(b, d);
-}
-
 int fs_entry_json(struct buf *b, const char *name, size_t nlen, const char *path, size_t plen,
                   const struct stat *st, const char *target, size_t tlen)
 {
@@ -211,7 +163,7 @@ int fs_entry_json(struct buf *b, const char *name, size_t nlen, const char *path
         jsonw_cstr(b, fs_type_name(st->st_mode)) < 0 ||
         buf_printf(b, ", \"size\": %lld, \"mode\": %u, \"mtime\": ", (long long)st->st_size,
                    (unsigned)(st->st_mode & 07777)) < 0 ||
-        fs_put_double(b, fs_mtime(st)) < 0 ||
+        jsonw_double(b, fs_mtime(st)) < 0 ||
         buf_printf(b, ", \"uid\": %u, \"gid\": %u", (unsigned)st->st_uid, (unsigned)st->st_gid) < 0)
         return -1;
     if (target && (buf_puts(b, ", ") < 0 || jsonw_key(b, "target") < 0 ||

@@ -46,9 +46,6 @@ const char *fs_type_name(mode_t m);
 /* st_mtime as Python's os.stat gives it: sec + nsec * 1e-9, as a double. */
 double fs_mtime(const struct stat *st);
 
-/* A double as Python's repr writes it (same output as jsonw_double, faster
- * for the values mtimes take). */
-int fs_put_double(struct buf *b, double d);
 
 /*
  * Append one ENTRY object for st. name/path are byte strings (nlen/plen

@@ -1,6 +1,6 @@
 /*
- * test_fsdouble.c - fs_put_double must print exactly what jsonw_double (the
- * repr() reference) prints, for mtimes and for random doubles of every range.
+ * test_jsonw_double.c - jsonw_double's integer fast path must print exactly what
+ * jsonw_double_repr (the plain repr() search) prints, for mtimes and for random doubles of every range.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +8,6 @@
 #include <cmocka.h>
 
 #include "agent/core/jsonw.h"
-#include "agent/fs/fsout.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -20,8 +19,8 @@ static void same(double d)
     struct buf a, b;
     buf_init(&a, 1024);
     buf_init(&b, 1024);
-    assert_int_equal(fs_put_double(&a, d), 0);
-    assert_int_equal(jsonw_double(&b, d), 0);
+    assert_int_equal(jsonw_double(&a, d), 0);
+    assert_int_equal(jsonw_double_repr(&b, d), 0);
     if (a.len != b.len || memcmp(a.data, b.data, a.len))
         fail_msg("%.17g: fast '%.*s' reference '%.*s'", d, (int)a.len, a.data, (int)b.len, b.data);
     buf_free(&a);
