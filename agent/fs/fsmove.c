@@ -290,10 +290,5 @@ int fs_op_move(const char *src, const char *dst, int overwrite)
         int rc = move_across(src, dst, &st, overwrite);
         if (rc) return rc;
     }
-    struct buf b;
-    buf_init(&b, 64);
-    int rc = 0;
-    if (buf_puts(&b, "{\"ok\": true}") < 0 || fsout_line(&b) < 0) rc = EXIT_FS_FAILED;
-    buf_free(&b);
-    return rc;
+    return fsout_ok();
 }

@@ -68,6 +68,16 @@ static const struct {
 };
 #undef E
 
+int fsout_ok(void)
+{
+    struct buf b;
+    buf_init(&b, 64);
+    int rc = 0;
+    if (buf_puts(&b, "{\"ok\": true}") < 0 || fsout_line(&b) < 0) rc = EXIT_FS_FAILED;
+    buf_free(&b);
+    return rc;
+}
+
 const char *fs_errno_name(int e)
 {
     for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++)

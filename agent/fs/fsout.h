@@ -24,6 +24,9 @@ void fsout_set_fd(int fd);
  * Returns 0, or -1 when it could not be written (logged). */
 int fsout_line(struct buf *json);
 
+/* Print {"ok": true}, the whole result of remove and move; returns the exit status. */
+int fsout_ok(void);
+
 /* The symbolic name of an errno value ("ENOENT"), or NULL when unknown. */
 const char *fs_errno_name(int e);
 

@@ -251,10 +251,5 @@ int fs_op_remove(const char *path, int recursive)
             return rc;
         }
     }
-    struct buf b;
-    buf_init(&b, 64);
-    int rc = 0;
-    if (buf_puts(&b, "{\"ok\": true}") < 0 || fsout_line(&b) < 0) rc = EXIT_FS_FAILED;
-    buf_free(&b);
-    return rc;
+    return fsout_ok();
 }
