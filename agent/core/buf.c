@@ -39,11 +39,25 @@ int buf_reserve(struct buf *b, size_t extra)
     return 0;
 }
 
+/* JSON is written in many pieces of a few bytes. musl's memcpy starts a
+ * `rep movs` for each, which cost more than half of `fs list`'s user time;
+ * a byte loop is faster for pieces this small. The attribute keeps GCC from
+ * turning the loop back into a memcpy call. */
+#define SMALL_COPY 32
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 int buf_append(struct buf *b, const void *p, size_t n)
 {
     if (n == 0) return 0;
     if (buf_reserve(b, n) < 0) return -1;
-    memcpy(b->data + b->len, p, n);
+    if (n <= SMALL_COPY) {
+        char *d = b->data + b->len;
+        const char *s = p;
+        for (size_t i = 0; i < n; i++) d[i] = s[i];
+    } else {
+        memcpy(b->data + b->len, p, n);
+    }
     b->len += n;
     return 0;
 }
@@ -67,6 +81,27 @@ int buf_printf(struct buf *b, const char *fmt, ...)
     va_end(ap);
     b->len += (size_t)n;
     return 0;
+}
+
+int buf_put_u64(struct buf *b, unsigned long long v, int width)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && n < (int)sizeof tmp);
+    while (n < width && n < (int)sizeof tmp) tmp[sizeof tmp - 1 - n++] = '0';
+    return buf_append(b, tmp + sizeof tmp - n, (size_t)n);
+}
+
+int buf_put_i64(struct buf *b, long long v)
+{
+    if (v < 0) {
+        if (buf_putc(b, '-') < 0) return -1;
+        return buf_put_u64(b, 0ULL - (unsigned long long)v, 0);
+    }
+    return buf_put_u64(b, (unsigned long long)v, 0);
 }
 
 void buf_consume(struct buf *b, size_t n)

@@ -25,6 +25,10 @@ int buf_append(struct buf *b, const void *p, size_t n);
 int buf_putc(struct buf *b, char c);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Decimal integers without printf (hot paths: one per listed file). width > 0
+ * pads with leading zeros to that many digits. */
+int buf_put_u64(struct buf *b, unsigned long long v, int width);
+int buf_put_i64(struct buf *b, long long v);
 /* Remove the first n bytes. */
 void buf_consume(struct buf *b, size_t n);
 /* NUL-terminate (not counted in len) and return data; NULL on failure. */

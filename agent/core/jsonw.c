@@ -175,8 +175,8 @@ int jsonw_double(struct buf *b, double d)
         if (n < nlo) n = nlo;
         if (n > nhi) n = nhi;
         uint64_t ip = (uint64_t)(n / scale), fp = (uint64_t)(n % scale);
-        if (k == 0) return buf_printf(b, "%llu.0", (unsigned long long)ip);
-        return buf_printf(b, "%llu.%0*llu", (unsigned long long)ip, k, (unsigned long long)fp);
+        if (buf_put_u64(b, ip, 0) < 0 || buf_putc(b, '.') < 0) return -1;
+        return buf_put_u64(b, k == 0 ? 0 : fp, k == 0 ? 1 : k);
     }
     return jsonw_double_repr(b, d);
 }

@@ -171,10 +171,12 @@ int fs_entry_json(struct buf *b, const char *name, size_t nlen, const char *path
         jsonw_key(b, "path") < 0 || jsonw_str(b, path, plen, JSONW_SURROGATEESCAPE) < 0 ||
         buf_puts(b, ", ") < 0 || jsonw_key(b, "type") < 0 ||
         jsonw_cstr(b, fs_type_name(st->st_mode)) < 0 ||
-        buf_printf(b, ", \"size\": %lld, \"mode\": %u, \"mtime\": ", (long long)st->st_size,
-                   (unsigned)(st->st_mode & 07777)) < 0 ||
+        buf_puts(b, ", \"size\": ") < 0 || buf_put_i64(b, (long long)st->st_size) < 0 ||
+        buf_puts(b, ", \"mode\": ") < 0 || buf_put_u64(b, st->st_mode & 07777, 0) < 0 ||
+        buf_puts(b, ", \"mtime\": ") < 0 ||
         jsonw_double(b, fs_mtime(st)) < 0 ||
-        buf_printf(b, ", \"uid\": %u, \"gid\": %u", (unsigned)st->st_uid, (unsigned)st->st_gid) < 0)
+        buf_puts(b, ", \"uid\": ") < 0 || buf_put_u64(b, st->st_uid, 0) < 0 ||
+        buf_puts(b, ", \"gid\": ") < 0 || buf_put_u64(b, st->st_gid, 0) < 0)
         return -1;
     if (target && (buf_puts(b, ", ") < 0 || jsonw_key(b, "target") < 0 ||
                    jsonw_str(b, target, tlen, JSONW_SURROGATEESCAPE) < 0))
