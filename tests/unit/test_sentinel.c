@@ -132,6 +132,24 @@ static void test_jsonw_double_repr(void **st)
     assert_string_equal(dbl(1.7976931348623157e308), "1.7976931348623157e+308");
 }
 
+static void test_buf_integers(void **st)
+{
+    (void)st;
+    struct buf b;
+    buf_init(&b, 1024);
+    assert_int_equal(buf_put_u64(&b, 0, 0), 0);
+    assert_int_equal(buf_putc(&b, ' '), 0);
+    assert_int_equal(buf_put_u64(&b, 18446744073709551615ULL, 0), 0);
+    assert_int_equal(buf_putc(&b, ' '), 0);
+    assert_int_equal(buf_put_u64(&b, 42, 6), 0);
+    assert_int_equal(buf_putc(&b, ' '), 0);
+    assert_int_equal(buf_put_i64(&b, -9223372036854775807LL - 1), 0);
+    assert_int_equal(buf_putc(&b, ' '), 0);
+    assert_int_equal(buf_put_i64(&b, -7), 0);
+    assert_string_equal(buf_cstr(&b), "0 18446744073709551615 000042 -9223372036854775808 -7");
+    buf_free(&b);
+}
+
 static void test_sentinel_core(void **st)
 {
     (void)st;
@@ -161,7 +179,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_b64_rfc4648),         cmocka_unit_test(test_b64_never_wraps),
         cmocka_unit_test(test_jsonw_python_parity), cmocka_unit_test(test_jsonw_double_repr),
-        cmocka_unit_test(test_sentinel_core),
+        cmocka_unit_test(test_buf_integers),       cmocka_unit_test(test_sentinel_core),
     };
     return cmocka_run_group_tests_name("sentinel", tests, NULL, NULL);
 }
