@@ -210,15 +210,7 @@ static int run_job(int argc, char **argv, struct run_owned *own)
     struct run_state st;
     size_t result_max;
 
-    /* The secret goes first, before anything can fork or copy the environment. */
-    if (nonce_take(&own->nonce, &cerr) < 0) {
-        log_error("%s", cerr);
-        return EXIT_USAGE;
-    }
-    if (log_init(&cerr) < 0) {
-        log_error("%s", cerr);
-        return EXIT_USAGE;
-    }
+    if (pid1_begin(&own->nonce) < 0) return EXIT_USAGE;
     if (parse_args(argc, argv, &cmd, &help) < 0) return EXIT_USAGE;
     if (help) {
         fputs(run_usage, stdout);

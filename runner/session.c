@@ -719,15 +719,7 @@ int session_main(int argc, char **argv)
     double base;
 
     memset(s, 0, sizeof *s);
-    /* The secret goes first, before anything can fork or copy the environment. */
-    if (nonce_take(&s->nonce, &cerr) < 0) {
-        log_error("%s", cerr);
-        return EXIT_USAGE;
-    }
-    if (log_init(&cerr) < 0) {
-        log_error("%s", cerr);
-        return EXIT_USAGE;
-    }
+    if (pid1_begin(&s->nonce) < 0) return EXIT_USAGE;
     if (parse_args(argc, argv, &cmd, &help) < 0) return EXIT_USAGE;
     if (help) {
         fputs(session_usage, stdout);

@@ -26,6 +26,7 @@
  */
 #include "pid1.h"
 #include "log.h"
+#include "nonce.h"
 #include "protocol.h"
 
 #include <errno.h>
@@ -111,6 +112,16 @@ static void watch_reserved(struct ev_loop *loop, pid1_signal_fn fn, void *ctx)
 }
 
 int pid1_is_init(void) { return getpid() == 1; }
+
+int pid1_begin(struct nonce *n)
+{
+    const char *err = NULL;
+    if (nonce_take(n, &err) < 0 || log_init(&err) < 0) {
+        log_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
 
 static int parse_seconds(const char *v, double *out)
 {

@@ -20,6 +20,12 @@ struct pid1_config {
     double grace;       /* SANDBOX_AGENT_GRACE_SECONDS */
 };
 
+struct nonce;
+/* First step of a supervising mode: take the nonce (before anything can fork
+ * or copy the environment) and read the log level. Logs what went wrong
+ * and returns -1 (a usage error), else 0. */
+int pid1_begin(struct nonce *n);
+
 /* Read SANDBOX_AGENT_SIGNAL_TARGET and SANDBOX_AGENT_GRACE_SECONDS.
  * Returns 0, or -1 with a message in err. */
 int pid1_config_read(struct pid1_config *cfg, char *err, size_t errlen);
