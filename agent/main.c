@@ -5,12 +5,12 @@
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
 #include "agent/core/protocol.h"
-#include "agent/fs/fsops.h"
-#include "agent/fs/mcpstatus.h"
-#include "inotify/watch.h"
-#include "runner/exec.h"
-#include "runner/run.h"
-#include "runner/session.h"
+#include "agent/fs/fs.h"
+#include "agent/mcp/mcpstatus.h"
+#include "inotify/watch/watch.h"
+#include "runner/exec/exec.h"
+#include "runner/run/run.h"
+#include "agent/session/session.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,6 +15,9 @@ have_all() {
 }
 
 if ! have_all; then
+    # One apt client at a time (make -j runs the fetch and the installs side by side).
+    exec 9>/tmp/sandbox-agent-apt.lock
+    flock 9
     # apt-get source needs a deb-src entry; add one for Debian 12 when none exists.
     if ! grep -rqs '^Types:.*deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
         if [ "$(id -u)" != 0 ]; then

@@ -12,6 +12,9 @@ if [ "$(id -u)" != 0 ]; then
     echo "deps/packages.sh: missing Debian packages:$missing (run as root, or install them)" >&2
     exit 1
 fi
+# One apt client at a time (make -j runs the fetch and the installs side by side).
+exec 9>/tmp/sandbox-agent-apt.lock
+flock 9
 echo "deps/packages.sh: installing$missing" >&2
 # Package lists may be absent on a fresh machine: update once, then install.
 apt-get update -qq >&2

@@ -2,7 +2,7 @@
 # Run the test suites named on the command line, keep going past failures, and
 # finish with one line "N passed, M failed" (exit 1 when M > 0 or a suite broke).
 #
-#   tests/run.sh [--unit BIN...] [--integration AGENT]... [--fuzz SECONDS BIN...] [--container]
+#   tests/run.sh [--layers] [--unit BIN...] [--integration AGENT]... [--fuzz SECONDS BIN...] [--container]
 set -u
 PYTHON=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,6 +51,11 @@ run_pytest_dir() { # $1 = label, $2 = directory, rest = env assignments
     if [ $rc -ne 0 ] && [ $((${f:-0} + ${e:-0})) = 0 ]; then failed=$((failed + 1)); broken="$broken $label"; fi
 }
 
+run_layers() { # the #include direction (tests/layers.py): one check
+    echo "== layers: #include direction"
+    if "$PYTHON" "$here/layers.py" "$here/.."; then passed=$((passed + 1)); else failed=$((failed + 1)); broken="$broken layers"; fi
+}
+
 run_fuzz() {
     secs=$1
     shift
@@ -63,6 +68,7 @@ run_fuzz() {
 mode=""
 while [ $# -gt 0 ]; do
     case "$1" in
+    --layers) run_layers; mode=""; shift ;;
     --unit) mode=unit; shift ;;
     --integration) run_integration "$2"; mode=""; shift 2 ;;
     --fuzz) mode=fuzz; secs=$2; shift 2 ;;

@@ -9,7 +9,7 @@
  * (step, partial byte) carries across calls untouched, so chunking does not
  * change the output.
  */
-#include "b64.h"
+#include "agent/core/b64.h"
 
 #include <b64/cencode.h>
 

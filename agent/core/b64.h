@@ -6,7 +6,7 @@
 #ifndef SA_B64_H
 #define SA_B64_H
 
-#include "buf.h"
+#include "agent/core/buf.h"
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /*
  * buf.c - bounded growable buffers (see buf.h).
  */
-#include "buf.h"
+#include "agent/core/buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

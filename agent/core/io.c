@@ -1,7 +1,7 @@
 /*
  * io.c - fd and path helpers (see io.h).
  */
-#include "io.h"
+#include "agent/core/io.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,8 +3,8 @@
  * depth is bounded by JSONCHECK_MAX_DEPTH, so hostile nesting cannot overflow
  * the stack.
  */
-#include "jsoncheck.h"
-#include "utf8.h"
+#include "agent/core/jsoncheck.h"
+#include "agent/core/utf8.h"
 
 #include <string.h>
 

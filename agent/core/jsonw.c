@@ -1,8 +1,8 @@
 /*
  * jsonw.c - JSON string and number writers (see jsonw.h for the format).
  */
-#include "jsonw.h"
-#include "utf8.h"
+#include "agent/core/jsonw.h"
+#include "agent/core/utf8.h"
 
 #include <math.h>
 #include <stdint.h>

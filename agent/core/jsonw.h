@@ -9,7 +9,7 @@
 #ifndef SA_JSONW_H
 #define SA_JSONW_H
 
-#include "buf.h"
+#include "agent/core/buf.h"
 
 #include <stddef.h>
 

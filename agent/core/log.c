@@ -3,8 +3,8 @@
  * written with a single write(2), so lines from the agent and from the
  * workload (which shares stderr) never interleave mid-line.
  */
-#include "log.h"
-#include "protocol.h"
+#include "agent/core/log.h"
+#include "agent/core/protocol.h"
 
 #include <errno.h>
 #include <stdarg.h>

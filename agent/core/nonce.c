@@ -8,8 +8,8 @@
  * the same uid and a root without that capability (Docker's default) get
  * EACCES/EPERM, and no core dump is written.
  */
-#include "nonce.h"
-#include "protocol.h"
+#include "agent/core/nonce.h"
+#include "agent/core/protocol.h"
 
 #include <stdlib.h>
 #include <string.h>

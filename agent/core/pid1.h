@@ -1,19 +1,15 @@
 /*
  * pid1.h - what any init must do, shared by the modes that supervise a child
- * (run, session): become a subreaper when not PID 1, catch every signal that
- * can be forwarded, and send signals on to a child or its process group.
- *
- * Owns the signal watchers. Does not decide what a signal means: each mode
- * gets every caught signal through its callback and chooses (forward, start a
- * grace period, shut down).
+ * (run, session): take the nonce first, become a subreaper when not PID 1,
+ * catch every forwardable signal (sig.h), and read the two variables that
+ * tune every supervisor (signal target, grace period).
  */
 #ifndef SA_PID1_H
 #define SA_PID1_H
 
-#include <ev.h>
-#include <sys/types.h>
+#include "agent/core/sig.h"
 
-typedef void (*pid1_signal_fn)(struct ev_loop *loop, int sig, void *ctx);
+#include <ev.h>
 
 struct pid1_config {
     int to_group;       /* forward to the child's process group (default) or the child */
@@ -27,20 +23,15 @@ struct nonce;
 int pid1_begin(struct nonce *n);
 
 /* Read SANDBOX_AGENT_SIGNAL_TARGET and SANDBOX_AGENT_GRACE_SECONDS.
- * Returns 0, or -1 with a message in err. */
-int pid1_config_read(struct pid1_config *cfg, char *err, size_t errlen);
+ * Returns 0, or -1 with a message in err (ERR_LEN bytes). */
+int pid1_config_read(struct pid1_config *cfg, char *err);
 
-/* Become a child subreaper unless PID 1, ignore SIGPIPE (a closed stdout must
- * be an EPIPE we can report, not our death) and start a watcher for every
- * forwardable signal. Returns 0, or -1 with *err set. */
-int pid1_init(struct ev_loop *loop, pid1_signal_fn fn, void *ctx, const char **err);
+/* Become a child subreaper unless PID 1, and catch every forwardable signal
+ * (sig_catch with NULL). Returns 0, or -1 with a message in err. */
+int pid1_init(struct ev_loop *loop, sig_fn fn, void *ctx, char *err);
 
 /* Stop the signal watchers (before exit). */
 void pid1_stop(struct ev_loop *loop);
-
-/* Send sig to pid, or to its process group when to_group. Errors are logged
- * at debug level only: a target that has just exited is normal. */
-void pid1_forward(pid_t pid, int sig, int to_group);
 
 /* 1 when this process is PID 1 of its PID namespace. */
 int pid1_is_init(void);

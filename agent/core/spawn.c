@@ -6,9 +6,10 @@
  * the only way for the parent to tell "command not found" from a command that
  * itself exits 127.
  */
-#include "spawn.h"
-#include "log.h"
-#include "protocol.h"
+#include "agent/core/spawn.h"
+#include "agent/core/err.h"
+#include "agent/core/log.h"
+#include "agent/core/protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,7 +110,12 @@ fail:
     _exit(spawn_exec_exit_code(e));
 }
 
-pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t errlen)
+const char *spawn_exec_reason(int exec_errno)
+{
+    return exec_errno == ENOENT ? "command not found" : strerror(exec_errno);
+}
+
+pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
 {
     int pfd[2];
     ksigset old;
@@ -117,7 +123,7 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t
 
     *exec_errno = 0;
     if (pipe2(pfd, O_CLOEXEC) < 0) {
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        err_set(err, "pipe: %s", strerror(errno));
         return -1;
     }
     /* Block everything across fork so no handler runs in the child. */
@@ -132,7 +138,7 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t
     close(pfd[1]);
     if (pid < 0) {
         close(pfd[0]);
-        snprintf(err, errlen, "fork: %s", strerror(fork_errno));
+        err_set(err, "fork: %s", strerror(fork_errno));
         return -1;
     }
     /* Both sides set the group, so it exists before either relies on it. */

@@ -28,9 +28,10 @@ struct spawn_opts {
  * Fork and exec. Returns the pid (> 0) when the child started, whether or not
  * exec succeeded: *exec_errno is 0 when it did, else the errno of execvp, and
  * the child has then exited with 127 (ENOENT) or 126 (anything else), as a
- * shell would. Returns -1 with a message in err when no child could be made.
+ * shell would. Returns -1 with a message in err (ERR_LEN bytes) when no child
+ * could be made.
  */
-pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err, size_t errlen);
+pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err);
 
 /* fork() for a helper that runs our own code (no exec): the child starts
  * with default signal dispositions and an empty mask, as after spawn_child.
@@ -39,6 +40,9 @@ pid_t spawn_fork(int new_pgrp);
 
 /* The exit code a shell reports for an exec error. */
 int spawn_exec_exit_code(int exec_errno);
+/* Why an exec failed, as every mode says it: "command not found" for a
+ * missing command, else strerror's text. */
+const char *spawn_exec_reason(int exec_errno);
 
 /* Exit code of a wait status: the status, or 128+N for death by signal N. */
 int spawn_exit_code(int status);

@@ -1,7 +1,7 @@
 /*
  * utf8.c - strict UTF-8 decoding (Unicode table 3-7, as CPython implements it).
  */
-#include "utf8.h"
+#include "agent/core/utf8.h"
 
 size_t utf8_next(const unsigned char *s, size_t n, unsigned *cp, size_t *bad)
 {

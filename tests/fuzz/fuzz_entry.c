@@ -2,7 +2,7 @@
  * fuzz_entry.c - libFuzzer target: SANDBOX_JOB_INNER_ENTRY decoding. Any input
  * must give either an argv of strings or one error line; never a crash.
  */
-#include "runner/entry.h"
+#include "runner/run/entry.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char **argv;
     char err[512];
-    if (entry_decode((const char *)data, size, &argv, err, sizeof err) == 0) {
+    if (entry_decode((const char *)data, size, &argv, err) == 0) {
         size_t n = 0;
         while (argv[n]) n++;
         if (n == 0) __builtin_trap(); /* success means at least one argument */

@@ -7,9 +7,9 @@
  * line of valid JSON / base64.
  */
 #include "agent/core/jsoncheck.h"
-#include "runner/lsplit.h"
-#include "runner/msgline.h"
-#include "runner/seen.h"
+#include "agent/core/lsplit.h"
+#include "agent/session/msgline.h"
+#include "agent/session/seen.h"
 
 #include <stdint.h>
 #include <stdlib.h>

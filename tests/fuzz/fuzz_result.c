@@ -5,8 +5,8 @@
  * JSON (checked by re-validating the core object).
  */
 #include "agent/core/jsoncheck.h"
-#include "runner/result.h"
-#include "runner/sentinel.h"
+#include "runner/run/result.h"
+#include "runner/run/sentinel.h"
 
 #include <stdint.h>
 #include <stdlib.h>

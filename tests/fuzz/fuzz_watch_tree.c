@@ -6,8 +6,8 @@
  * and every output line must be valid JSON.
  */
 #include "agent/core/jsoncheck.h"
-#include "inotify/wline.h"
-#include "inotify/wtree.h"
+#include "inotify/watch/wline.h"
+#include "inotify/tree/wtree.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "runner/entry.h"
+#include "runner/run/entry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@ static char **ok(const char *text)
 {
     char **argv = NULL;
     err[0] = 0;
-    assert_int_equal(entry_decode(text, strlen(text), &argv, err, sizeof err), 0);
+    assert_int_equal(entry_decode(text, strlen(text), &argv, err), 0);
     assert_non_null(argv);
     return argv;
 }
@@ -26,7 +26,7 @@ static void refused(const char *text, size_t n, const char *want)
 {
     char **argv = (char **)1;
     err[0] = 0;
-    assert_int_equal(entry_decode(text, n, &argv, err, sizeof err), -1);
+    assert_int_equal(entry_decode(text, n, &argv, err), -1);
     assert_null(argv);
     if (!strstr(err, want)) fail_msg("error '%s' lacks '%s'", err, want);
     assert_null(strchr(err, '\n'));
@@ -129,7 +129,7 @@ static void test_ten_megabytes(void **s)
     }
     t[i++] = ']';
     char **argv;
-    assert_int_equal(entry_decode(t, i, &argv, err, sizeof err), 0);
+    assert_int_equal(entry_decode(t, i, &argv, err), 0);
     size_t count = 0;
     while (argv[count]) {
         assert_int_equal(strlen(argv[count]), 1000);

@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "runner/lsplit.h"
-#include "runner/msgline.h"
-#include "runner/seen.h"
+#include "agent/core/lsplit.h"
+#include "agent/session/msgline.h"
+#include "agent/session/seen.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "agent/core/jsoncheck.h"
-#include "runner/result.h"
+#include "runner/run/result.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -149,15 +149,15 @@ static void test_max_bytes_env(void **st)
     size_t n;
     char err[256];
     unsetenv("SANDBOX_RESULT_MAX_BYTES");
-    assert_int_equal(result_max_bytes(&n, err, sizeof err), 0);
+    assert_int_equal(result_max_bytes(&n, err), 0);
     assert_int_equal(n, 1048576);
     setenv("SANDBOX_RESULT_MAX_BYTES", "10", 1);
-    assert_int_equal(result_max_bytes(&n, err, sizeof err), 0);
+    assert_int_equal(result_max_bytes(&n, err), 0);
     assert_int_equal(n, 10);
     setenv("SANDBOX_RESULT_MAX_BYTES", "-1", 1);
-    assert_int_equal(result_max_bytes(&n, err, sizeof err), -1);
+    assert_int_equal(result_max_bytes(&n, err), -1);
     setenv("SANDBOX_RESULT_MAX_BYTES", "12k", 1);
-    assert_int_equal(result_max_bytes(&n, err, sizeof err), -1);
+    assert_int_equal(result_max_bytes(&n, err), -1);
     unsetenv("SANDBOX_RESULT_MAX_BYTES");
 }
 

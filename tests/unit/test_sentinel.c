@@ -9,7 +9,7 @@
 
 #include "agent/core/b64.h"
 #include "agent/core/jsonw.h"
-#include "runner/sentinel.h"
+#include "runner/run/sentinel.h"
 
 #include <stdlib.h>
 #include <string.h>

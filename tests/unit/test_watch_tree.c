@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "inotify/wline.h"
-#include "inotify/wtree.h"
+#include "inotify/watch/wline.h"
+#include "inotify/tree/wtree.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,0 +1,76 @@
+/*
+ * handler.h - the session's warm handler process: starting it with pipes on
+ * its stdin and stdout, reading its stdout as bounded lines, restarting it
+ * with backoff after it exits, stopping it at shutdown.
+ *
+ * Owns the handler's pid, its pipe fds (our ends O_CLOEXEC and non-blocking)
+ * and the restart timer. Does not own what is written to its stdin: the
+ * session writes there itself when told the pipe is writable, so the queue
+ * and its accounting stay in one place.
+ */
+#ifndef SA_HANDLER_H
+#define SA_HANDLER_H
+
+#include "agent/core/lsplit.h"
+#include "agent/core/spawn.h"
+
+#include <ev.h>
+#include <sys/types.h>
+
+/* Backoff: base * 1, 4, 16, 64; reset after base * 60 of running. */
+#define HANDLER_BACKOFF_STEPS 4
+#define HANDLER_HEALTHY_FACTOR 60.0
+#define HANDLER_READ_CHUNK (64 * 1024)
+/* At most this much is read per wakeup, so a chatty handler cannot starve
+ * the mailbox and the signal watchers. */
+#define HANDLER_READ_BUDGET (1024 * 1024)
+/* After the handler exits, at most this much more of its stdout is read
+ * (a surviving grandchild may hold the pipe open and keep writing). */
+#define HANDLER_DRAIN_MAX (4 * 1024 * 1024)
+
+struct handler_ops {
+    void (*on_line)(void *ctx, const char *p, size_t n);
+    void (*on_too_large)(void *ctx, const char *head, size_t n);
+    void (*on_writable)(void *ctx);
+    void (*on_started)(void *ctx);
+    /* Every line it wrote before exiting has been handed on already. */
+    void (*on_exit)(void *ctx, int status);
+};
+
+struct handler {
+    struct ev_loop *loop;
+    char **argv;
+    const struct handler_ops *ops;
+    void *ctx;
+    double base;
+    pid_t pid;        /* > 0 while running */
+    int in_fd, out_fd;
+    ev_io wr, rd;
+    ev_timer restart;
+    struct reaper_watch rw;
+    struct lsplit split;
+    ev_tstamp started;
+    int attempt;      /* index into the backoff steps */
+    int no_restart;
+    char *rbuf;
+};
+
+void handler_init(struct handler *h, struct ev_loop *loop, char **argv, double base,
+                  const struct handler_ops *ops, void *ctx);
+/* Start it now. Returns 0 when a process was made; *exec_errno tells whether
+ * the program ran (0) or could not be executed. -1 with err when no process
+ * could be made at all (ERR_LEN bytes). */
+int handler_start(struct handler *h, int *exec_errno, char *err);
+int handler_running(const struct handler *h);
+/* Ask for (or stop asking for) on_writable calls. */
+void handler_want_write(struct handler *h, int on);
+/* Our stdin end is unusable (EPIPE): stop writing until the next start. */
+void handler_stdin_broken(struct handler *h);
+/* Never start it again (shutdown); cancels a pending restart. */
+void handler_no_restart(struct handler *h);
+/* Close its stdin and send sig to its process group and to it. */
+void handler_signal(struct handler *h, int sig);
+void handler_close_stdin(struct handler *h);
+void handler_free(struct handler *h);
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * webhook.c - the outcome webhook (see webhook.h).
+ *
+ * The body holds the nonce, so it is never written to a file or put on a
+ * command line: the http helper is a fork of this (non-dumpable) process, and
+ * curl reads the body from an anonymous memfd on its stdin.
+ */
+#include "runner/run/webhook.h"
+#include "agent/core/b64.h"
+#include "agent/core/buf.h"
+#include "agent/core/err.h"
+#include "agent/core/io.h"
+#include "agent/core/log.h"
+#include "agent/core/protocol.h"
+#include "agent/core/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+int webhook_parse_http_url(const char *url, struct http_url *u, char *err)
+{
+    static const char scheme[] = "http://";
+    memset(u, 0, sizeof *u);
+    if (strncmp(url, scheme, sizeof scheme - 1) != 0) {
+        err_set(err, "not an http:// URL");
+        return -1;
+    }
+    const char *a = url + sizeof scheme - 1;
+    size_t alen = strcspn(a, "/?#");
+    const char *rest = a + alen;
+    const char *at = memchr(a, '@', alen);
+    if (at) {
+        size_t ul = (size_t)(at - a);
+        if (ul >= sizeof u->auth) {
+            err_set(err, "credentials in the URL are too long");
+            return -1;
+        }
+        memcpy(u->auth, a, ul);
+        alen -= ul + 1;
+        a = at + 1;
+    }
+    const char *hp = a, *he, *port = NULL;
+    if (alen && *a == '[') { /* [IPv6]:port */
+        const char *close = memchr(a, ']', alen);
+        if (!close) {
+            err_set(err, "unterminated [IPv6] host");
+            return -1;
+        }
+        hp = a + 1;
+        he = close;
+        if (close + 1 < a + alen) {
+            if (close[1] != ':') {
+                err_set(err, "junk after the [IPv6] host");
+                return -1;
+            }
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(a, ':', alen);
+        he = colon ? colon : a + alen;
+        if (colon) port = colon + 1;
+    }
+    size_t hl = (size_t)(he - hp);
+    if (hl == 0 || hl >= sizeof u->host) {
+        err_set(err, hl ? "host name too long" : "no host");
+        return -1;
+    }
+    memcpy(u->host, hp, hl);
+    if (port) {
+        size_t pl = (size_t)(a + alen - port);
+        if (pl == 0 || pl > 5 || strspn(port, "0123456789") < pl || atoi(port) < 1 || atoi(port) > 65535) {
+            err_set(err, "bad port");
+            return -1;
+        }
+        memcpy(u->port, port, pl);
+    } else {
+        strcpy(u->port, "80");
+    }
+    size_t pathlen = strcspn(rest, "#");
+    if (pathlen + 2 >= sizeof u->path) {
+        err_set(err, "path too long");
+        return -1;
+    }
+    /* "?q" with no path still needs the leading slash. */
+    if (*rest != '/') u->path[0] = '/';
+    strncat(u->path, rest, pathlen);
+    for (const char *c = url; *c; c++)
+        if ((unsigned char)*c <= 0x20 || *c == 0x7f) {
+            err_set(err, "URL contains a space or control character");
+            return -1;
+        }
+    return 0;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int wait_fd(int fd, short ev, double deadline)
+{
+    for (;;) {
+        double left = deadline - now();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {fd, ev, 0};
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r > 0) return 0;
+    }
+}
+
+static int connect_any(const struct http_url *u, double deadline)
+{
+    struct addrinfo hints, *res, *ai;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(u->host, u->port, &hints, &res);
+    if (rc != 0) {
+        log_warn("webhook: cannot resolve %s: %s", u->host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, last = 0;
+    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0) {
+            last = errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+            last = errno;
+        } else if (wait_fd(fd, POLLOUT, deadline) < 0) {
+            last = errno;
+        } else {
+            int soerr = 0;
+            socklen_t sl = sizeof soerr;
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+            if (!soerr) break;
+            last = soerr;
+        }
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) log_warn("webhook: cannot connect to %s:%s: %s", u->host, u->port, strerror(last));
+    return fd;
+}
+
+/* In the forked helper: one POST, exit status 0 when the server said 2xx. */
+static int http_post(const char *url, const char *body, size_t n, double budget)
+{
+    struct http_url u;
+    char err[ERR_LEN];
+    double deadline = now() + budget;
+    if (webhook_parse_http_url(url, &u, err) < 0) {
+        log_error("webhook: bad URL: %s", err);
+        return 1;
+    }
+    int fd = connect_any(&u, deadline);
+    if (fd < 0) return 1;
+
+    struct buf req;
+    buf_init(&req, n + 8192);
+    int bad = 0;
+    int v6 = strchr(u.host, ':') != NULL;
+    bad |= buf_printf(&req, "POST %s HTTP/1.1\r\nHost: %s%s%s", u.path, v6 ? "[" : "", u.host, v6 ? "]" : "");
+    if (strcmp(u.port, "80") != 0) bad |= buf_printf(&req, ":%s", u.port);
+    bad |= buf_puts(&req, "\r\n");
+    if (u.auth[0]) {
+        bad |= buf_puts(&req, "Authorization: Basic ");
+        bad |= b64_encode(&req, u.auth, strlen(u.auth));
+        bad |= buf_puts(&req, "\r\n");
+    }
+    bad |= buf_printf(&req,
+                      "User-Agent: " SA_NAME "/" SA_VERSION "\r\n"
+                      "Content-Type: application/json\r\n"
+                      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                      n);
+    bad |= buf_append(&req, body, n);
+    if (bad) {
+        log_error("webhook: out of memory");
+        return 1;
+    }
+    for (size_t off = 0; off < req.len;) {
+        ssize_t w = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
+        if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (wait_fd(fd, POLLOUT, deadline) < 0) {
+                log_warn("webhook: sending to %s: %s", u.host, strerror(errno));
+                return 1;
+            }
+            continue;
+        }
+        if (w < 0) {
+            log_warn("webhook: sending to %s: %s", u.host, strerror(errno));
+            return 1;
+        }
+        off += (size_t)w;
+    }
+    /* Only the status line matters; read until it is complete. */
+    char resp[512];
+    size_t got = 0;
+    while (got < sizeof resp - 1 && !memchr(resp, '\n', got)) {
+        if (wait_fd(fd, POLLIN, deadline) < 0) {
+            log_warn("webhook: no answer from %s: %s", u.host, strerror(errno));
+            return 1;
+        }
+        ssize_t r = recv(fd, resp + got, sizeof resp - 1 - got, 0);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    resp[got] = '\0';
+    int code = 0;
+    if (sscanf(resp, "HTTP/%*d.%*d %d", &code) != 1) {
+        log_warn("webhook: %s answered without an HTTP status line", u.host);
+        return 1;
+    }
+    if (code < 200 || code > 299) {
+        log_warn("webhook: %s answered HTTP %d", u.host, code);
+        return 1;
+    }
+    log_info("webhook delivered (HTTP %d)", code);
+    return 0;
+}
+
+struct post_wait {
+    ev_timer timer;
+    struct reaper_watch rw;
+    pid_t pid;
+    int done, killed;
+    int is_curl;
+};
+
+static void on_post_exit(struct ev_loop *loop, pid_t pid, int status, void *ctx)
+{
+    (void)pid;
+    struct post_wait *pw = ctx;
+    pw->done = 1;
+    ev_timer_stop(loop, &pw->timer);
+    if (pw->is_curl && !pw->killed && spawn_exit_code(status) != 0)
+        log_warn("webhook: curl failed with exit code %d", spawn_exit_code(status));
+    ev_break(loop, EVBREAK_ONE);
+}
+
+static void on_post_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct post_wait *pw = w->data;
+    log_warn("webhook: no outcome within %.0f s; giving up", WEBHOOK_BUDGET_SECONDS);
+    pw->killed = 1;
+    kill(-pw->pid, SIGKILL);
+    kill(pw->pid, SIGKILL);
+}
+
+static pid_t start_curl(const char *url, const char *body, size_t n, double budget)
+{
+    char maxtime[32], err[ERR_LEN];
+    int exec_errno;
+    int fd = memfd_create("sandbox-agent-webhook", MFD_CLOEXEC);
+    if (fd < 0 || io_write_all(fd, body, n) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+        log_error("webhook: cannot stage the body for curl: %s", strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    snprintf(maxtime, sizeof maxtime, "%.0f", budget);
+    char *argv[] = {"curl", "--silent", "--show-error", "--fail", "--max-time", maxtime,
+                    "--output", "/dev/null", "--header", "Content-Type: application/json",
+                    "--data-binary", "@-", "--", (char *)url, NULL};
+    struct spawn_opts o = {argv, 1, -1, fd, -1, -1, NULL};
+    pid_t pid = spawn_child(&o, &exec_errno, err);
+    close(fd);
+    if (pid < 0) {
+        log_error("webhook: cannot start curl: %s", err);
+        return -1;
+    }
+    if (exec_errno == ENOENT)
+        log_error("webhook: https:// needs curl, which this image does not have; not sent");
+    else if (exec_errno)
+        log_error("webhook: cannot run curl: %s", strerror(exec_errno));
+    return pid;
+}
+
+void webhook_post(struct ev_loop *loop, const char *url, const char *body, size_t n, double budget)
+{
+    struct post_wait pw;
+    memset(&pw, 0, sizeof pw);
+    if (!strncmp(url, "https://", 8)) {
+        pw.is_curl = 1;
+        pw.pid = start_curl(url, body, n, budget);
+    } else if (!strncmp(url, "http://", 7)) {
+        pw.pid = spawn_fork(1);
+        if (pw.pid == 0) _exit(http_post(url, body, n, budget));
+        if (pw.pid < 0) log_error("webhook: fork: %s", strerror(errno));
+    } else {
+        log_error("webhook: " ENV_WEBHOOK " must start with http:// or https://; not sent");
+        return;
+    }
+    if (pw.pid <= 0) return;
+    reaper_watch(loop, &pw.rw, pw.pid, on_post_exit, &pw);
+    ev_timer_init(&pw.timer, on_post_timeout, budget, 0);
+    pw.timer.data = &pw;
+    ev_timer_start(loop, &pw.timer);
+    while (!pw.done) ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &pw.timer);
+}
