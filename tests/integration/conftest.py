@@ -7,8 +7,8 @@ environment, stdin/stdout/stderr and the filesystem, as a host SDK would.
 import base64
 import json
 import os
-import subprocess
-import sys
+import socket
+import time
 
 import pytest
 
@@ -55,3 +55,83 @@ def one_sentinel(stdout: bytes):
     s = sentinels(stdout)
     assert len(s) == 1, "expected exactly one sentinel, got %d in %r" % (len(s), stdout[-400:])
     return s[0]
+
+
+# ---- processes, as the tests look at them through /proc ----------------------
+
+def children(pid):
+    """The pids of pid's children (its main thread's), as strings; [] once it is gone."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def wait_until(pred, what, timeout=TIMEOUT, interval=0.01):
+    """Poll pred() until it is true; for state that has no event to wait on
+    (/proc, a file a child writes). Fails naming `what` after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(interval)
+
+
+def agent_pid(p, pid1):
+    """Host pid of the agent started as Popen p: unshare's child when PID 1,
+    else the process itself."""
+    if not pid1:
+        return p.pid
+    kids = wait_until(lambda: children(p.pid), "the agent to start under unshare")
+    return int(kids[0])
+
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat ('R', 'S', 'Z', ...), or None when gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def alive(pid):
+    """True while pid runs (a zombie counts as gone)."""
+    return proc_state(pid) not in (None, "Z")
+
+
+def zombies_of(pid):
+    """The zombies whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) == pid:
+            out.append(int(d))
+    return out
+
+
+def vm_hwm_kib(pid):
+    """Peak resident memory of pid so far, in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM for %d" % pid)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port

@@ -6,12 +6,11 @@ for a readiness line with a deadline, and finds the agent's host pid so the
 test can signal it the way `docker stop` does.
 """
 import os
-import signal
 import subprocess
 import threading
 import time
 
-from conftest import AGENT, TIMEOUT, clean_env, one_sentinel
+from conftest import AGENT, TIMEOUT, agent_pid, clean_env, one_sentinel
 
 UNSHARE = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
 
@@ -81,19 +80,7 @@ class Job:
 
     def agent_pid(self):
         """Host pid of the agent: unshare's child when PID 1, else the process itself."""
-        if not self.pid1:
-            return self.p.pid
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                with open("/proc/%d/task/%d/children" % (self.p.pid, self.p.pid)) as f:
-                    kids = f.read().split()
-                if kids:
-                    return int(kids[0])
-            except FileNotFoundError:
-                pass
-            time.sleep(0.01)  # polling /proc: there is no event to wait on
-        raise AssertionError("agent process not found under unshare")
+        return agent_pid(self.p, self.pid1)
 
     def signal(self, sig):
         os.kill(self.agent_pid(), sig)

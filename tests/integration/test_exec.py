@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import AGENT, PY, TIMEOUT, clean_env
+from conftest import AGENT, PY, TIMEOUT, alive, children, clean_env
 
 SENT = b"__SBX_EXEC__"
 KEYS = ["exit_code", "signal", "timed_out", "stdout", "stderr", "stdout_truncated",
@@ -29,15 +29,6 @@ def result(p):
     r = json.loads(p.stdout[len(SENT):])
     assert list(r) == KEYS
     return r
-
-
-def alive(pid):
-    """True while pid runs (a zombie counts as gone)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_exit_code_and_streams():
@@ -181,7 +172,7 @@ def test_sigterm_to_agent_reaches_the_command():
     # The result only comes at the end; wait for the child to be running.
     deadline = time.monotonic() + TIMEOUT
     while not any(open("/proc/%s/cmdline" % c, "rb").read().startswith(b"sleep")
-                  for c in _children(p.pid)):
+                  for c in children(p.pid)):
         assert time.monotonic() < deadline
         time.sleep(0.02)
     p.send_signal(signal.SIGTERM)
@@ -189,14 +180,6 @@ def test_sigterm_to_agent_reaches_the_command():
     assert p.returncode == 0
     r = json.loads(out[len(SENT):])
     assert r["signal"] == signal.SIGTERM and r["stdout"] == "ready\n" and not r["timed_out"]
-
-
-def _children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return f.read().split()
-    except FileNotFoundError:
-        return []
 
 
 @pytest.mark.parametrize("args", [[], ["--"], ["--timeout", "x", "true"], ["--timeout", "-1", "true"],

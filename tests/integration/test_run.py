@@ -7,7 +7,6 @@ import json
 import os
 import pty
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -17,7 +16,8 @@ import time
 
 import pytest
 
-from conftest import AGENT, PY, RESULT_SENTINEL, TIMEOUT, clean_env, one_sentinel, sentinels
+from conftest import (AGENT, PY, RESULT_SENTINEL, TIMEOUT, alive, children, clean_env, free_port, one_sentinel,
+                      proc_state, wait_until)
 from jobs import Job, py, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -304,14 +304,6 @@ def test_webhook_job_id_defaults_to_empty(tmp, hook_server):
     assert json.loads(Hook.received[0][2])["job_id"] == ""
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_webhook_refused_is_logged_not_fatal(tmp):
     env = result_env(tmp, SANDBOX_JOB_WEBHOOK="http://127.0.0.1:%d/" % free_port())
     r = run(["sh", "-c", "exit 5"], True, env)
@@ -424,10 +416,6 @@ def test_orphans_reaped(pid1, tmp):
 
 
 def test_subreaper_when_not_pid1(tmp):
-    code = ("import os,sys\nif os.fork()==0:\n    if os.fork()==0:\n        os.write(1,b'x');"
-            "r=os.read(0,1) if False else None\n        import time\n        p=os.getppid()\n"
-            "        print('orphan-parent', p, flush=True)\n        os._exit(0)\n    os._exit(0)\n"
-            "os.wait()\nimport time\ntime.sleep(0.5)\n")
     # The orphan prints its parent after its own parent exited: it must be the agent.
     j = Job(py("import os,time\nr,w=os.pipe()\nif os.fork()==0:\n    if os.fork()==0:\n"
                "        os.close(w); os.read(r,1)\n        print('orphan-parent', os.getppid(), flush=True)\n"
@@ -495,7 +483,6 @@ def test_stop_signal_graceful(pid1, sig, tmp):
 
 @pytest.mark.parametrize("pid1", MODES)
 def test_stop_signal_grace_then_sigkill(pid1, tmp):
-    hook_port = free_port()
     j = Job([PY, os.path.join(WL, "sigreport.py"), "ignore-term"], pid1=pid1,
             env=result_env(tmp, SANDBOX_AGENT_GRACE_SECONDS="1"))
     j.wait_text("ready")
@@ -510,14 +497,7 @@ def test_stop_signal_grace_then_sigkill(pid1, tmp):
     assert b"sending SIGKILL" in bytes(j.err)
     # The grandchild, which ignored SIGTERM too, went with the group.
     if not pid1:
-        deadline = time.monotonic() + 10
-        while os.path.exists("/proc/%d" % grand) and time.monotonic() < deadline:
-            with open("/proc/%d/stat" % grand) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    break
-            time.sleep(0.01)
-        st = open("/proc/%d/stat" % grand).read() if os.path.exists("/proc/%d" % grand) else ""
-        assert not st or st.rsplit(")", 1)[1].split()[0] == "Z"
+        wait_until(lambda: not alive(grand), "the grandchild to die with its group", timeout=10)
 
 
 @pytest.mark.parametrize("pid1", MODES)
@@ -735,12 +715,8 @@ def test_https_webhook_as_subreaper_kills_leftovers_first(tmp, tls_hook):
     assert r.returncode == 0, r.stderr
     leftover = int(r.stdout.split(b"\n")[0])
     assert len(Hook.received) == 1
-    try:
-        with open("/proc/%d/stat" % leftover) as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        state = "gone"
-    assert state in ("gone", "Z"), state
+    state = proc_state(leftover)
+    assert state in (None, "Z"), state
 
 
 def test_stop_signal_resumes_a_stopped_job(tmp):
@@ -751,12 +727,7 @@ def test_stop_signal_resumes_a_stopped_job(tmp):
     j.wait_text("ready")
     pid = j.agent_pid()
     # Wait until the job is really stopped (state T) before asking it to stop.
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        kids = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
-        if kids and open("/proc/%s/stat" % kids[0]).read().rsplit(")", 1)[1].split()[0] == "T":
-            break
-        time.sleep(0.01)
+    wait_until(lambda: any(proc_state(int(k)) == "T" for k in children(pid)[:1]), "the job to stop")
     j.signal(signal.SIGTERM)
     assert j.finish(timeout=20) == 143
     assert j.sentinel()["exit_code"] == 143

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import AGENT, PY, TIMEOUT, clean_env
+from conftest import AGENT, PY, TIMEOUT, agent_pid, clean_env, vm_hwm_kib, wait_until, zombies_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HANDLER = os.path.join(HERE, "workloads", "session_handler.py")
@@ -113,18 +113,7 @@ class Session:
 
     def agent_pid(self):
         """Host pid of the agent (unshare's child when PID 1)."""
-        if not self.pid1:
-            return self.p.pid
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                kids = open("/proc/%d/task/%d/children" % (self.p.pid, self.p.pid)).read().split()
-            except OSError:
-                kids = []
-            if kids:
-                return int(kids[0])
-            time.sleep(0.01)
-        raise AssertionError("agent never started under unshare")
+        return agent_pid(self.p, self.pid1)
 
     def stop(self, sig=signal.SIGTERM, timeout=TIMEOUT):
         os.kill(self.agent_pid(), sig)
@@ -343,14 +332,6 @@ def test_bad_requests(session):
     assert s.bad_lines == []
 
 
-def vm_hwm_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for l in f:
-            if l.startswith("VmHWM"):
-                return int(l.split()[1])
-    raise AssertionError("no VmHWM")
-
-
 def test_too_large_line_bounded_memory_next_line_served(session):
     s = session(log="warn")
     s.call("warm")
@@ -403,10 +384,7 @@ def test_handler_exited_answers_each_in_flight_request(session):
 
 def wait_file(pred, what, timeout=TIMEOUT):
     """Poll a file the handler writes (no pipe to wait on)."""
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(0.01)
+    wait_until(pred, what, timeout)
 
 
 def test_restart_backoff_and_reset(session):
@@ -514,21 +492,6 @@ def test_sigterm_while_idle_is_quick(session):
     t0 = time.monotonic()
     assert s.stop() == 0
     assert time.monotonic() - t0 < 3
-
-
-def zombies_of(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            st = open("/proc/%s/stat" % d).read()
-        except OSError:
-            continue
-        fields = st.rsplit(")", 1)[1].split()
-        if fields[0] == "Z" and int(fields[1]) == pid:
-            out.append(int(d))
-    return out
 
 
 def test_pid1_reaps_orphans_and_exits_zero(session):
