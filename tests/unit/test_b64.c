@@ -1,0 +1,79 @@
+/*
+ * test_b64.c - base64 (agent/core/b64.c): RFC 4648 vectors, and no line break
+ * at any length (Debian's libb64 wraps at 72 columns unless driven right).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "agent/core/b64.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *enc(const char *s, size_t n)
+{
+    static struct buf b;
+    buf_free(&b);
+    buf_init(&b, 1u << 30);
+    assert_int_equal(b64_encode(&b, s, n), 0);
+    return buf_cstr(&b);
+}
+
+static void test_b64_rfc4648(void **st)
+{
+    (void)st;
+    assert_string_equal(enc("", 0), "");
+    assert_string_equal(enc("f", 1), "Zg==");
+    assert_string_equal(enc("fo", 2), "Zm8=");
+    assert_string_equal(enc("foo", 3), "Zm9v");
+    assert_string_equal(enc("foob", 4), "Zm9vYg==");
+    assert_string_equal(enc("fooba", 5), "Zm9vYmE=");
+    assert_string_equal(enc("foobar", 6), "Zm9vYmFy");
+    assert_string_equal(enc("\xff\xfe\x00\x80", 4), "//4AgA==");
+}
+
+/* Reference encoder, to compare long outputs byte for byte. */
+static char *ref_b64(const unsigned char *s, size_t n)
+{
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *o = malloc((n + 2) / 3 * 4 + 1), *p = o;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
+        *p++ = A[v >> 18 & 63];
+        *p++ = A[v >> 12 & 63];
+        *p++ = i + 1 < n ? A[v >> 6 & 63] : '=';
+        *p++ = i + 2 < n ? A[v & 63] : '=';
+    }
+    *p = 0;
+    return o;
+}
+
+static void test_b64_never_wraps(void **st)
+{
+    (void)st;
+    /* Every length around libb64's 72-column wrap point, and 1 MiB + 1. */
+    size_t lens[] = {50, 51, 52, 53, 54, 55, 56, 57, 100, 1000, 4096, (1u << 20) + 1};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        size_t n = lens[k];
+        unsigned char *d = malloc(n);
+        for (size_t i = 0; i < n; i++) d[i] = (unsigned char)(i * 131 + 7);
+        const char *got = enc((const char *)d, n);
+        char *want = ref_b64(d, n);
+        assert_null(strchr(got, '\n'));
+        assert_int_equal(strlen(got), b64_encoded_len(n));
+        assert_string_equal(got, want);
+        free(want);
+        free(d);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_b64_rfc4648),
+        cmocka_unit_test(test_b64_never_wraps),
+    };
+    return cmocka_run_group_tests_name("b64", tests, NULL, NULL);
+}
