@@ -4,6 +4,7 @@
  * the stack.
  */
 #include "agent/core/jsoncheck.h"
+#include "agent/core/num.h"
 #include "agent/core/utf8.h"
 
 #include <string.h>
@@ -34,14 +35,6 @@ static void ws(struct jc *c)
     }
 }
 
-static int hexval(unsigned char ch)
-{
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
 static int string(struct jc *c)
 {
     c->i++; /* opening quote */
@@ -60,7 +53,7 @@ static int string(struct jc *c)
             if (ch == 'u') {
                 unsigned v = 0;
                 for (int k = 1; k <= 4; k++) {
-                    int h = c->i + (size_t)k < c->n ? hexval(c->s[c->i + (size_t)k]) : -1;
+                    int h = c->i + (size_t)k < c->n ? num_hexval(c->s[c->i + (size_t)k]) : -1;
                     if (h < 0) return fail(c, "bad \\u escape");
                     v = v << 4 | (unsigned)h;
                 }

@@ -13,6 +13,7 @@
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 #include "agent/core/spawn.h"
+#include "agent/core/stop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -243,6 +244,7 @@ struct post_wait {
     ev_timer timer;
     struct reaper_watch rw;
     pid_t pid;
+    double budget;
     int done, killed;
     int is_curl;
 };
@@ -263,10 +265,9 @@ static void on_post_timeout(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     struct post_wait *pw = w->data;
-    log_warn("webhook: no outcome within %.0f s; giving up", WEBHOOK_BUDGET_SECONDS);
+    log_warn("webhook: no outcome within %.3g s; giving up", pw->budget);
     pw->killed = 1;
-    kill(-pw->pid, SIGKILL);
-    kill(pw->pid, SIGKILL);
+    stop_kill(pw->pid);
 }
 
 static pid_t start_curl(const char *url, const char *body, size_t n, double budget)
@@ -301,6 +302,7 @@ void webhook_post(struct ev_loop *loop, const char *url, const char *body, size_
 {
     struct post_wait pw;
     memset(&pw, 0, sizeof pw);
+    pw.budget = budget;
     if (!strncmp(url, "https://", 8)) {
         pw.is_curl = 1;
         pw.pid = start_curl(url, body, n, budget);
