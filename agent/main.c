@@ -2,9 +2,11 @@
  * main.c - the command line: pick a mode and hand it argv. Nothing else lives
  * here; each mode parses its own options and returns its exit code.
  */
+#include "agent/core/io.h"
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
 #include "agent/core/protocol.h"
+#include "agent/core/sig.h"
 #include "agent/fs/fs.h"
 #include "agent/mcp/mcpstatus.h"
 #include "inotify/watch/watch.h"
@@ -50,6 +52,11 @@ int main(int argc, char **argv)
      * /proc/PID/environ. run and session get their copy from nonce_take. */
     struct nonce n;
     const char *err;
+    /* First of all: a closed 0, 1 or 2 must not become the event loop's
+     * fd (`run -- cmd >&-`), and the signal state we were started with is
+     * what every workload gets back. */
+    if (io_ensure_std_fds() < 0) return EXIT_USAGE;
+    sig_record_initial();
     if (nonce_take(&n, &err) < 0) {
         log_error("%s", err);
         return EXIT_USAGE;

@@ -95,3 +95,22 @@ void io_cloexec_inherited(void)
     }
     closedir(d);
 }
+
+int io_ensure_std_fds(void)
+{
+    /* A closed 0, 1 or 2 would be the next fd anything opens (the event
+     * loop's epoll fd, a pipe to the job), and the first write to "stdout"
+     * would land there. /dev/null keeps each slot taken; a closed stdout
+     * then fails writes as EBADF would not, but nothing is misdirected. */
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+        int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (n < 0) return -1;
+        if (n != fd) { /* a lower slot was free too: it is filled next round */
+            int d = dup2(n, fd);
+            close(n);
+            if (d < 0) return -1;
+        }
+    }
+    return 0;
+}

@@ -17,5 +17,8 @@ int io_mkdir_p(const char *path, mode_t mode);
 /* Mark every fd >= 3 close-on-exec: nothing the agent was handed leaks into
  * the workload. */
 void io_cloexec_inherited(void);
+/* Open /dev/null on whichever of fds 0, 1, 2 is closed, before anything else
+ * opens an fd (which would otherwise take the free slot). Returns 0 or -1. */
+int io_ensure_std_fds(void);
 
 #endif

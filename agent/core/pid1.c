@@ -12,6 +12,7 @@
 #include "agent/core/nonce.h"
 #include "agent/core/num.h"
 #include "agent/core/protocol.h"
+#include "agent/core/stop.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -35,6 +36,8 @@ int pid1_config_read(struct pid1_config *cfg, char *err)
 {
     const char *t = getenv(ENV_SIGNAL_TARGET);
     const char *g = getenv(ENV_GRACE);
+    const char *rw = getenv(ENV_SIGNAL_REWRITE);
+    char why[ERR_LEN];
     cfg->to_group = 1;
     cfg->grace = DEFAULT_GRACE_SECONDS;
     if (t && *t) {
@@ -49,7 +52,23 @@ int pid1_config_read(struct pid1_config *cfg, char *err)
                 NUM_MAX_SECONDS, g);
         return -1;
     }
+    rewrite_init(&cfg->rewrite);
+    if (rw && *rw && rewrite_parse(&cfg->rewrite, rw, why) < 0) {
+        err_set(err, ENV_SIGNAL_REWRITE " must be FROM:TO,... signal pairs: %s", why);
+        return -1;
+    }
     return 0;
+}
+
+int pid1_forward(const struct pid1_config *cfg, pid_t pid, int sig)
+{
+    int out = rewrite_apply(&cfg->rewrite, sig);
+    if (!out) {
+        log_debug("signal %d dropped (" ENV_SIGNAL_REWRITE ")", sig);
+        return 0;
+    }
+    stop_send(pid, out, cfg->to_group);
+    return out;
 }
 
 int pid1_init(struct ev_loop *loop, sig_fn fn, void *ctx, char *err)

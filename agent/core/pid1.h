@@ -7,13 +7,16 @@
 #ifndef SA_PID1_H
 #define SA_PID1_H
 
+#include "agent/core/rewrite.h"
 #include "agent/core/sig.h"
 
 #include <ev.h>
+#include <sys/types.h>
 
 struct pid1_config {
     int to_group;       /* forward to the child's process group (default) or the child */
     double grace;       /* SANDBOX_AGENT_GRACE_SECONDS */
+    struct rewrite rewrite; /* SANDBOX_AGENT_SIGNAL_REWRITE */
 };
 
 struct nonce;
@@ -22,13 +25,18 @@ struct nonce;
  * and returns -1 (a usage error), else 0. */
 int pid1_begin(struct nonce *n);
 
-/* Read SANDBOX_AGENT_SIGNAL_TARGET and SANDBOX_AGENT_GRACE_SECONDS.
+/* Read SANDBOX_AGENT_SIGNAL_TARGET, SANDBOX_AGENT_GRACE_SECONDS and
+ * SANDBOX_AGENT_SIGNAL_REWRITE.
  * Returns 0, or -1 with a message in err (ERR_LEN bytes). */
 int pid1_config_read(struct pid1_config *cfg, char *err);
 
 /* Become a child subreaper unless PID 1, and catch every forwardable signal
  * (sig_catch with NULL). Returns 0, or -1 with a message in err. */
 int pid1_init(struct ev_loop *loop, sig_fn fn, void *ctx, char *err);
+
+/* Forward sig to pid (its group unless the target is `child`), rewritten as
+ * configured. Returns the signal sent, or 0 when the rewrite drops it. */
+int pid1_forward(const struct pid1_config *cfg, pid_t pid, int sig);
 
 /* Stop the signal watchers (before exit). */
 void pid1_stop(struct ev_loop *loop);

@@ -36,6 +36,8 @@
 #define ENV_LOG "SANDBOX_AGENT_LOG"
 #define ENV_SIGNAL_TARGET "SANDBOX_AGENT_SIGNAL_TARGET"
 #define ENV_GRACE "SANDBOX_AGENT_GRACE_SECONDS"
+/* "A:B,...": forward signal A as B (0 drops it), as dumb-init's --rewrite. */
+#define ENV_SIGNAL_REWRITE "SANDBOX_AGENT_SIGNAL_REWRITE"
 /* session: restart delays are BASE * 1, 4, 16, 64 s, reset after BASE * 60 s
  * of healthy running; requests held while the handler is down. */
 #define ENV_RESTART_BASE "SANDBOX_AGENT_RESTART_BASE_SECONDS"

@@ -1,7 +1,8 @@
 /*
- * sig.c - catching signals for a mode (see sig.h).
+ * sig.c - catching signals for a mode, and the child's signal state at exec
+ * (see sig.h).
  *
- * Which signals are caught, and why the others are not:
+ * Which signals an init catches, and why the others are not:
  *   SIGKILL, SIGSTOP  cannot be caught.
  *   SIGCHLD           belongs to the reaper (libev's child watcher reaps on it).
  *   SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS
@@ -11,18 +12,26 @@
  *                     EPIPE so the agent can still exit with the job's code.
  * Everything else (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1/2, SIGWINCH,
  * SIGCONT, SIGABRT sent by kill, SIGALRM, SIGTSTP/SIGTTIN/SIGTTOU, SIGURG,
- * SIGXCPU, SIGPWR, the real-time signals, ...) is caught and handed to the mode.
+ * SIGXCPU, SIGPWR, the real-time signals including 32-34, which the C library
+ * reserves) is caught and handed to the mode.
  *
- * The signals between 32 and SIGRTMIN (32-34 with musl, 32-33 with glibc)
- * are reserved by the C library, whose sigaction() refuses them, so libev
- * cannot watch them. Yet a glibc program's SIGRTMIN is 34, and a host may
- * send it; left alone it would kill a non-PID-1 agent. Those are blocked with
- * the raw syscall and read from a signalfd instead (we run no threads or
- * timers that the C library would need them for).
+ * How: every caught signal is blocked and read from one signalfd, as
+ * catatonit does. Compared with a handler per signal (libev's ev_signal sets a
+ * flag per signal number), nothing is coalesced that the kernel queues: 500
+ * real-time signals sent in a burst are 500 reads. The raw syscalls are used
+ * for the mask, because the C library's sigprocmask() hides the signals it
+ * reserves (we run no threads or timers that would need them).
  *
- * As PID 1 this matters twice over: the kernel drops any signal PID 1 has no
- * handler for, which is why `docker stop` on a bare bash runner waits out its
- * full timeout and ends in SIGKILL.
+ * Blocked also means "ignored" to the terminal's job control: a write or
+ * tcsetpgrp by the agent from a background process group is then allowed
+ * instead of raising SIGTTOU, so a job that runs `stty tostop` cannot make the
+ * agent's own output loop on SIGTTOU, nor fail with EIO as PID 1 (whose group
+ * is orphaned). tini ignores SIGTTIN/SIGTTOU for the same reason; blocking them
+ * keeps them forwardable too.
+ *
+ * As PID 1 catching matters twice over: the kernel drops any signal PID 1
+ * has no handler for, which is why `docker stop` on a bare bash runner waits
+ * out its full timeout and ends in SIGKILL.
  */
 #include "agent/core/sig.h"
 #include "agent/core/err.h"
@@ -35,24 +44,29 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef NSIG
-#define NSIG 65
-#endif
+#define KSIG_MAX 64
+/* Signals handed to the mode per loop turn: a flood cannot starve the loop. */
+#define READ_BUDGET 256
 
-struct sigw {
-    ev_signal w;
-    sig_fn fn;
-    void *ctx;
+#define KSIG_BIT(sig) (1ULL << ((sig) - 1))
+
+/* The kernel's struct sigaction for rt_sigaction (x86-64 and most others). */
+struct ksigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    sig_kset mask;
 };
 
-static struct sigw watchers[NSIG];
-static int nwatchers;
+static sig_kset initial_mask, initial_ignored;
 
-/* The reserved signals, through a signalfd. */
-static ev_io reserved_w;
-static int reserved_fd = -1;
-static sig_fn reserved_fn;
-static void *reserved_ctx;
+static struct {
+    ev_io w;
+    int fd;
+    sig_fn fn;
+    void *ctx;
+    sig_kset set;
+} catcher = {.fd = -1};
 
 static int forwardable(int sig)
 {
@@ -61,93 +75,100 @@ static int forwardable(int sig)
     case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
         return 0;
     }
-    if (sig < 32) return 1;
-    return sig >= SIGRTMIN && sig <= SIGRTMAX;
+    return sig >= 1 && sig <= KSIG_MAX;
 }
 
-static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+static long kmask(int how, const sig_kset *set, sig_kset *old)
 {
-    (void)revents;
-    struct sigw *s = (struct sigw *)w;
-    log_debug("caught signal %d (%s)", w->signum, strsignal(w->signum));
-    s->fn(loop, w->signum, s->ctx);
+    return syscall(SYS_rt_sigprocmask, how, set, old, sizeof(sig_kset));
 }
 
-static void on_reserved(struct ev_loop *loop, ev_io *w, int revents)
+void sig_record_initial(void)
 {
-    (void)revents;
-    struct signalfd_siginfo si[8];
-    ssize_t n = read(w->fd, si, sizeof si);
-    for (ssize_t i = 0; i < n / (ssize_t)sizeof si[0]; i++) {
-        log_debug("caught reserved signal %u", si[i].ssi_signo);
-        reserved_fn(loop, (int)si[i].ssi_signo, reserved_ctx);
+    kmask(SIG_BLOCK, NULL, &initial_mask);
+    initial_ignored = 0;
+    for (int sig = 1; sig <= KSIG_MAX; sig++) {
+        struct ksigaction ka;
+        if (syscall(SYS_rt_sigaction, sig, NULL, &ka, sizeof(sig_kset)) == 0 &&
+            ka.handler == SIG_IGN)
+            initial_ignored |= KSIG_BIT(sig);
     }
 }
 
-/* Signals 32 .. SIGRTMIN-1 (see the header comment). Failure is not fatal:
- * those signals then keep their default action. */
-static void watch_reserved(struct ev_loop *loop, sig_fn fn, void *ctx)
+void sig_child_restore(void)
 {
-    unsigned long long mask = 0; /* the kernel's sigset for 64 signals */
-    for (int sig = 32; sig < SIGRTMIN; sig++) mask |= 1ULL << (sig - 1);
-    if (!mask) return;
-    if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &mask, NULL, sizeof mask) != 0) {
-        log_debug("cannot block the reserved signals: %s", strerror(errno));
-        return;
+    /* Only what the agent changed needs changing back: exec resets caught
+     * signals to the default by itself, but keeps SIG_IGN (our SIGPIPE) and
+     * the mask (everything is blocked here). */
+    for (int sig = 1; sig <= KSIG_MAX; sig++) {
+        if (sig == SIGKILL || sig == SIGSTOP) continue;
+        struct ksigaction ka;
+        memset(&ka, 0, sizeof ka);
+        ka.handler = (initial_ignored & KSIG_BIT(sig)) ? SIG_IGN : SIG_DFL;
+        syscall(SYS_rt_sigaction, sig, &ka, NULL, sizeof(sig_kset));
     }
-    reserved_fd = (int)syscall(SYS_signalfd4, -1, &mask, sizeof mask, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (reserved_fd < 0) {
-        log_debug("no signalfd for the reserved signals: %s", strerror(errno));
-        return;
-    }
-    reserved_fn = fn;
-    reserved_ctx = ctx;
-    ev_io_init(&reserved_w, on_reserved, reserved_fd, EV_READ);
-    ev_io_start(loop, &reserved_w);
-    ev_unref(loop);
+    kmask(SIG_SETMASK, &initial_mask, NULL);
 }
 
 int sig_ignore_pipe(void) { return signal(SIGPIPE, SIG_IGN) == SIG_ERR ? -1 : 0; }
 
-static void catch_one(struct ev_loop *loop, int sig, sig_fn fn, void *ctx)
+static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
-    struct sigw *s = &watchers[nwatchers++];
-    s->fn = fn;
-    s->ctx = ctx;
-    ev_signal_init(&s->w, on_signal, sig);
-    ev_signal_start(loop, &s->w);
-    /* Signal watchers must not keep the loop alive on their own. */
-    ev_unref(loop);
+    (void)revents;
+    struct signalfd_siginfo si[32];
+    int handed = 0;
+    while (handed < READ_BUDGET) {
+        ssize_t n = read(w->fd, si, sizeof si);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return; /* EAGAIN: drained */
+        for (ssize_t i = 0; i < n / (ssize_t)sizeof si[0]; i++, handed++) {
+            int sig = (int)si[i].ssi_signo;
+            log_debug("caught signal %d (%s) from pid %u", sig, strsignal(sig), si[i].ssi_pid);
+            catcher.fn(loop, sig, catcher.ctx);
+        }
+    }
 }
 
 int sig_catch(struct ev_loop *loop, const int *sigs, sig_fn fn, void *ctx, char *err)
 {
+    sig_kset set = 0;
     if (sig_ignore_pipe() < 0) {
         err_set(err, "cannot ignore SIGPIPE: %s", strerror(errno));
         return -1;
     }
-    nwatchers = 0;
     if (sigs) {
-        for (; *sigs && nwatchers < NSIG; sigs++) catch_one(loop, *sigs, fn, ctx);
-        return 0;
+        for (; *sigs; sigs++)
+            if (forwardable(*sigs)) set |= KSIG_BIT(*sigs);
+    } else {
+        for (int sig = 1; sig <= KSIG_MAX; sig++)
+            if (forwardable(sig)) set |= KSIG_BIT(sig);
     }
-    for (int sig = 1; sig < NSIG; sig++)
-        if (forwardable(sig)) catch_one(loop, sig, fn, ctx);
-    watch_reserved(loop, fn, ctx);
+    if (kmask(SIG_BLOCK, &set, NULL) != 0) {
+        err_set(err, "cannot block the signals to catch: %s", strerror(errno));
+        return -1;
+    }
+    int fd = (int)syscall(SYS_signalfd4, -1, &set, sizeof set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd < 0) {
+        err_set(err, "signalfd: %s", strerror(errno));
+        kmask(SIG_UNBLOCK, &set, NULL);
+        return -1;
+    }
+    catcher.fd = fd;
+    catcher.fn = fn;
+    catcher.ctx = ctx;
+    catcher.set = set;
+    ev_io_init(&catcher.w, on_readable, fd, EV_READ);
+    ev_io_start(loop, &catcher.w);
+    /* The signal watcher must not keep the loop alive on its own. */
+    ev_unref(loop);
     return 0;
 }
 
 void sig_release(struct ev_loop *loop)
 {
-    for (int i = 0; i < nwatchers; i++) {
-        ev_ref(loop);
-        ev_signal_stop(loop, &watchers[i].w);
-    }
-    nwatchers = 0;
-    if (reserved_fd >= 0) {
-        ev_ref(loop);
-        ev_io_stop(loop, &reserved_w);
-        close(reserved_fd);
-        reserved_fd = -1;
-    }
+    if (catcher.fd < 0) return;
+    ev_ref(loop);
+    ev_io_stop(loop, &catcher.w);
+    close(catcher.fd);
+    catcher.fd = -1;
 }

@@ -1,10 +1,11 @@
 /*
  * sig.h - the agent's one signal set-up: which signals a mode catches, how
  * each caught signal reaches the mode (a callback from the event loop, never
- * from a handler), and SIGPIPE.
+ * from a handler), SIGPIPE, and what a child gets back at exec.
  *
- * Owns the signal watchers. Does not decide what a signal means: the mode's
- * callback chooses (forward, start a grace period, shut down).
+ * Owns the signalfd and the record of the signal state the agent was started
+ * with. Does not decide what a signal means: the mode's callback chooses
+ * (forward, start a grace period, shut down).
  */
 #ifndef SA_SIG_H
 #define SA_SIG_H
@@ -13,17 +14,35 @@
 
 typedef void (*sig_fn)(struct ev_loop *loop, int sig, void *ctx);
 
+/* The kernel's 64-signal set, as the raw syscalls take it (the C library's
+ * sigset_t hides the signals it reserves). */
+typedef unsigned long long sig_kset;
+
+/* First thing in main: remember the signal mask and the ignored
+ * dispositions the agent was started with (nohup, `trap '' HUP`, a blocked
+ * set), so that every workload gets them back at exec, as it would have
+ * without the agent in between (tini and catatonit do the same). */
+void sig_record_initial(void);
+/* In a freshly forked child, with every signal blocked, just before exec:
+ * every disposition back to what the agent was started with (ignored stays
+ * ignored, everything else default), then the start-up mask.
+ * Async-signal-safe. */
+void sig_child_restore(void);
+
 /* Catch the signals of the 0-terminated list `sigs`, or with sigs NULL every
- * signal that an init forwards (see sig.c for which and why). Each caught
- * signal calls fn from the loop. The watchers do not keep the loop alive.
+ * signal that an init forwards (see sig.c for which and why). They are
+ * blocked and read from one signalfd, so each one sent is seen (real-time
+ * signals are queued, not coalesced) and each calls fn from the loop. The
+ * watcher does not keep the loop alive. Also ignores SIGPIPE.
  * Returns 0, or -1 with a message in err (ERR_LEN bytes). */
 int sig_catch(struct ev_loop *loop, const int *sigs, sig_fn fn, void *ctx, char *err);
-/* Stop every watcher sig_catch started. */
+/* Stop reading signals (before exit). They stay blocked: one arriving now
+ * must not kill the agent between its report and its exit. */
 void sig_release(struct ev_loop *loop);
 
 /* Ignore SIGPIPE for the whole process: a write to a closed stdout or socket
  * must fail with EPIPE so the agent can still report, not kill it. Children
- * get the default back (spawn.c resets every disposition). Returns 0 or -1. */
+ * get their start-up disposition back (sig_child_restore). Returns 0 or -1. */
 int sig_ignore_pipe(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
+#include "agent/core/sig.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,37 +54,31 @@ static void write_all_raw(int fd, const void *p, size_t n)
  * Blocking "everything" around fork, and restoring afterwards, goes through
  * the raw syscall: the C library's sigprocmask() hides the signals it
  * reserves (32-34) from the old mask it returns, so restoring that mask
- * would silently unblock the reserved signals pid1.c reads from a signalfd.
+ * would silently unblock the signals sig.c reads from its signalfd.
  */
-typedef unsigned long long ksigset; /* the kernel's 64-signal set */
-
-static void block_all(ksigset *old)
+static void block_all(sig_kset *old)
 {
-    ksigset all = ~0ULL;
+    sig_kset all = ~0ULL;
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, old, sizeof all);
 }
 
-static void restore_mask(const ksigset *old)
+static void restore_mask(const sig_kset *old)
 {
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof *old);
 }
 
-/* In a new child, with every signal still blocked: default dispositions.
- * They must be reset before unblocking, since a libev handler running in the
- * child would write into the parent's wakeup pipe, and SIG_IGN (SIGPIPE)
- * would survive exec. */
-static void child_reset_signals(void)
+/* In a helper child that runs our own code (spawn_fork), with every signal
+ * still blocked: default dispositions, then an empty mask. They must be reset
+ * before unblocking, since a libev handler running in the child would write
+ * into the parent's wakeup pipe, and SIG_IGN (SIGPIPE) would hide EPIPE. */
+static void helper_reset_signals(void)
 {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, NULL);
-}
-
-static void child_unblock_signals(void)
-{
-    ksigset none = 0;
+    sig_kset none = 0;
     restore_mask(&none);
 }
 
@@ -92,12 +87,12 @@ static void child_setup_and_exec(const struct spawn_opts *o, int errfd)
 {
     int e;
 
-    child_reset_signals();
     if (o->new_pgrp) setpgid(0, 0);
     /* Still fully blocked here, so SIGTTOU cannot stop us while a background
      * group takes the terminal. */
     if (o->tty_fd >= 0) tcsetpgrp(o->tty_fd, getpgrp());
-    child_unblock_signals();
+    /* The workload gets the signal state the agent was started with. */
+    sig_child_restore();
 
     if (o->stdin_fd >= 0 && dup2(o->stdin_fd, 0) < 0) goto fail;
     if (o->stdout_fd >= 0 && dup2(o->stdout_fd, 1) < 0) goto fail;
@@ -118,7 +113,7 @@ const char *spawn_exec_reason(int exec_errno)
 pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
 {
     int pfd[2];
-    ksigset old;
+    sig_kset old;
     pid_t pid;
 
     *exec_errno = 0;
@@ -156,13 +151,12 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
 
 pid_t spawn_fork(int new_pgrp)
 {
-    ksigset old;
+    sig_kset old;
     block_all(&old);
     pid_t pid = fork();
     if (pid == 0) {
-        child_reset_signals();
         if (new_pgrp) setpgid(0, 0);
-        child_unblock_signals();
+        helper_reset_signals();
         return 0;
     }
     int e = errno;

@@ -630,7 +630,7 @@ static void on_signal(struct ev_loop *loop, int sig, void *ctx)
         return;
     }
     /* Anything else is the handler's business, as with any init. */
-    if (handler_running(&s->h)) stop_send(s->h.pid, sig, s->cfg.to_group);
+    if (handler_running(&s->h)) pid1_forward(&s->cfg, s->h.pid, sig);
 }
 
 /* ---- setup ----------------------------------------------------------------- */

@@ -91,10 +91,15 @@ static void on_signal(struct ev_loop *loop, int sig, void *ctx)
      * SIGCONT, since a stopped job (SIGSTOP, Ctrl-Z) could otherwise only ever
      * end in SIGKILL. A second one is forwarded again but does not restart
      * the clock. Every other signal is only passed on. */
+    int out = rewrite_apply(&st->cfg.rewrite, sig);
+    if (!out) {
+        log_info("signal %d dropped (" ENV_SIGNAL_REWRITE ")", sig);
+        return;
+    }
     if (sig == SIGTERM || sig == SIGINT)
-        stop_begin(loop, &st->stop, st->child, sig, st->cfg.to_group, st->cfg.grace);
+        stop_begin(loop, &st->stop, st->child, out, st->cfg.to_group, st->cfg.grace);
     else
-        stop_send(st->child, sig, st->cfg.to_group);
+        pid1_forward(&st->cfg, st->child, sig);
 }
 
 static void on_child_exit(struct ev_loop *loop, pid_t pid, int status, void *ctx)
