@@ -20,8 +20,8 @@
 
 /* Backoff: base * 1, 4, 16, 64; reset after base * 60 of running. */
 #define HANDLER_BACKOFF_STEPS 4
-/* A handler stdout line longer than this is not a reply (README: the
- * session's own too_large answer, "the handler's reply is over 64 MiB"). */
+/* A handler stdout line longer than this is not a reply; the session answers
+ * the request too_large (README: "the handler's reply is over 64 MiB"). */
 #define HANDLER_REPLY_MAX (64u * 1024u * 1024u)
 #define HANDLER_HEALTHY_FACTOR 60.0
 #define HANDLER_READ_CHUNK (64 * 1024)

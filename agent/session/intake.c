@@ -1,11 +1,12 @@
 /*
  * intake.c - mailbox lines become requests (see state.h).
  *
- * Owns the mailbox follower (mailbox.c), the duplicate window (seen.c) and the
- * queue bounds: each line is parsed (msgline.c), a duplicate id is dropped, a
- * line that cannot be served is answered at once (bad_request, too_large,
- * queue_full), the rest is queued for the pump. Reading pauses while the
- * queue is at its running bound and resumes below half of it.
+ * Owns the mailbox follower (mailbox.c) and the queue bounds, and fills the
+ * duplicate window (seen.c, made at setup): each line is parsed (msgline.c),
+ * an id seen before is dropped, a line that cannot be served is answered at
+ * once (bad_request, too_large, queue_full), the rest is queued for the pump.
+ * Reading pauses while the queue is at its running bound and resumes below
+ * half of it.
  */
 #include "agent/session/state.h"
 #include "agent/core/log.h"
@@ -26,7 +27,7 @@ static int running_full(const struct session *s)
 /* An id already answered, queued or in flight is not delivered again. */
 static int duplicate(struct session *s, const char *id, size_t n)
 {
-    if (req_find(s, id, n) || seen_check_add(s->seen, id, n)) {
+    if (requests_find(s, id, n) || seen_check_add(s->seen, id, n)) {
         log_info("duplicate request id %s ignored", id);
         return 1;
     }
@@ -39,13 +40,13 @@ static int accept_request(struct session *s, const struct msg_request *m, const 
     if (!handler_running(&s->h) && queue_full(s, n + 1)) {
         log_warn("request queue full (%zu requests, %zu bytes) while the handler restarts; "
                  "answering %s " SESSION_ERR_QUEUE_FULL, s->queue.count, s->queue_bytes, m->id);
-        req_answer(s, m->id, m->idlen, SESSION_ERR_QUEUE_FULL,
+        requests_answer(s, m->id, m->idlen, SESSION_ERR_QUEUE_FULL,
                    "the request queue is full while the handler restarts");
         return 0;
     }
-    if (!req_add(s, m, line, n)) {
+    if (!requests_add(s, m, line, n)) {
         log_error("out of memory queueing %s", m->id);
-        req_answer(s, m->id, m->idlen, SESSION_ERR_QUEUE_FULL, "out of memory");
+        requests_answer(s, m->id, m->idlen, SESSION_ERR_QUEUE_FULL, "out of memory");
         return 0;
     }
     /* Written by the pump at the end of this loop iteration. */
@@ -63,7 +64,7 @@ static void too_large(struct session *s, const char *head, size_t n)
     if (duplicate(s, m.id, m.idlen)) return;
     log_warn("mailbox: request %s is over %u bytes; answering " SESSION_ERR_TOO_LARGE, m.id,
              SESSION_LINE_MAX);
-    req_answer(s, m.id, m.idlen, SESSION_ERR_TOO_LARGE, "the request line is over 16 MiB");
+    requests_answer(s, m.id, m.idlen, SESSION_ERR_TOO_LARGE, "the request line is over 16 MiB");
 }
 
 /* Not a request: answered bad_request when an id could be read. */
@@ -72,12 +73,12 @@ static void bad_request(struct session *s, const struct msg_request *m, const ch
     if (!m->idlen) {
         char what[96];
         snprintf(what, sizeof what, "mailbox: line dropped (%s, no readable id)", m->why);
-        log_text(what, p, n < 200 ? n : 200);
+        pump_log_text(what, p, n < 200 ? n : 200);
         return;
     }
     if (duplicate(s, m->id, m->idlen)) return;
     log_warn("mailbox: request %s is a bad request: %s", m->id, m->why);
-    req_answer(s, m->id, m->idlen, SESSION_ERR_BAD_REQUEST, m->why);
+    requests_answer(s, m->id, m->idlen, SESSION_ERR_BAD_REQUEST, m->why);
 }
 
 /* The mailbox's line callback. Returns 1 when it paused reading. */

@@ -49,7 +49,7 @@ void pump_emit(struct session *s, const char *id, size_t idlen, const char *json
     if (s->out.len >= OUT_FLUSH_AT) out_flush(s);
 }
 
-void log_text(const char *what, const char *p, size_t n)
+void pump_log_text(const char *what, const char *p, size_t n)
 {
     char clean[LOG_LINE_MAX + 1];
     size_t k = n < LOG_LINE_MAX ? n : LOG_LINE_MAX;
@@ -89,13 +89,13 @@ static void advance(struct session *s, size_t w)
 {
     while (w && s->queue.head) {
         struct req *r = s->queue.head;
-        req_started(s, r);
+        requests_started(s, r);
         size_t need = r->len - r->written;
         size_t take = w < need ? w : need;
         r->written += take;
         w -= take;
         if (r->written < r->len) break;
-        req_sent(s, r);
+        requests_sent(s, r);
     }
 }
 
@@ -176,19 +176,19 @@ void pump_reply(void *ctx, const char *p, size_t n)
     /* Carried as written, minus trailing whitespace (a CR of a CRLF). */
     while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
     if (!msg_parse_reply(p, n, id, &idlen)) {
-        if (n) log_text("handler output", p, n);
+        if (n) pump_log_text("handler output", p, n);
         return;
     }
-    struct req *r = req_find(s, id, idlen);
+    struct req *r = requests_find(s, id, idlen);
     if (!r || !r->inflight) {
         log_info("reply to %s dropped: no such request in flight (answered already?)", id);
         return;
     }
     pump_emit(s, id, idlen, p, n);
     if (r->written < r->len) {
-        req_forget(s, r); /* answered before we finished writing it */
+        requests_forget(s, r); /* answered before we finished writing it */
     } else {
-        req_drop(s, r, &s->inflight);
+        requests_drop(s, r, &s->inflight);
         if (s->queue.head && s->ninflight < INFLIGHT_MAX && s->h.in_fd >= 0) handler_want_write(&s->h, 1);
     }
     shutdown_progress(s);
@@ -199,14 +199,14 @@ void pump_reply_too_large(void *ctx, const char *head, size_t n)
     struct session *s = ctx;
     char id[MSG_ID_MAX + 1];
     size_t idlen;
-    struct req *r = msg_peek_id(head, n, id, &idlen) ? req_find(s, id, idlen) : NULL;
+    struct req *r = msg_peek_id(head, n, id, &idlen) ? requests_find(s, id, idlen) : NULL;
     if (!r || !r->inflight || r->written < r->len) {
         log_warn("handler output over %u bytes dropped", HANDLER_REPLY_MAX);
         return;
     }
     log_warn("the handler's reply to %s is over %u bytes; answering " SESSION_ERR_TOO_LARGE, id,
              HANDLER_REPLY_MAX);
-    req_answer(s, id, idlen, SESSION_ERR_TOO_LARGE, "the handler's reply is over 64 MiB");
-    req_drop(s, r, &s->inflight);
+    requests_answer(s, id, idlen, SESSION_ERR_TOO_LARGE, "the handler's reply is over 64 MiB");
+    requests_drop(s, r, &s->inflight);
     shutdown_progress(s);
 }

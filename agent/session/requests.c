@@ -21,11 +21,11 @@
  * per request); a longer one is freed as soon as the handler has it. */
 #define INLINE_LINE_MAX 4096
 
-int req_init(struct session *s) { return htab_init(&s->table, REQ_TABLE_HINT, 1); }
+int requests_init(struct session *s) { return htab_init(&s->table, REQ_TABLE_HINT, 1); }
 
 static uint64_t id_hash(const char *id, size_t n) { return hash_bytes(HASH_SEED, id, n); }
 
-struct req *req_find(struct session *s, const char *id, size_t n)
+struct req *requests_find(struct session *s, const char *id, size_t n)
 {
     struct hnode *it;
     HASH_FOR_EACH(&s->table, id_hash(id, n), it) {
@@ -61,7 +61,7 @@ static void free_line(struct req *r)
     r->line = NULL;
 }
 
-void req_drop(struct session *s, struct req *r, struct reqlist *from)
+void requests_drop(struct session *s, struct req *r, struct reqlist *from)
 {
     if (!r->dead) htab_del(&s->table, &r->hn);
     if (r->has_tmo) ev_timer_stop(s->loop, &r->tmo);
@@ -72,7 +72,7 @@ void req_drop(struct session *s, struct req *r, struct reqlist *from)
     free(r);
 }
 
-void req_forget(struct session *s, struct req *r)
+void requests_forget(struct session *s, struct req *r)
 {
     if (r->has_tmo) ev_timer_stop(s->loop, &r->tmo);
     r->has_tmo = 0;
@@ -80,14 +80,14 @@ void req_forget(struct session *s, struct req *r)
     r->dead = 1;
 }
 
-void req_started(struct session *s, struct req *r)
+void requests_started(struct session *s, struct req *r)
 {
     if (r->inflight) return;
     r->inflight = 1;
     s->ninflight++;
 }
 
-void req_sent(struct session *s, struct req *r)
+void requests_sent(struct session *s, struct req *r)
 {
     list_remove(&s->queue, r);
     s->queue_bytes -= r->len;
@@ -100,7 +100,7 @@ void req_sent(struct session *s, struct req *r)
     }
 }
 
-void req_answer(struct session *s, const char *id, size_t idlen, const char *code, const char *msg)
+void requests_answer(struct session *s, const char *id, size_t idlen, const char *code, const char *msg)
 {
     buf_reset(&s->tmp);
     if (msg_error_json(&s->tmp, id, idlen, code, msg) < 0) {
@@ -119,11 +119,11 @@ static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
     struct session *s = r->s;
     char msg[96];
     snprintf(msg, sizeof msg, "no answer within %.6g s", r->timeout);
-    req_answer(s, r->id, r->idlen, SESSION_ERR_TIMEOUT, msg);
+    requests_answer(s, r->id, r->idlen, SESSION_ERR_TIMEOUT, msg);
     if (!r->inflight || r->written == r->len)
-        req_drop(s, r, r->written == r->len && r->inflight ? &s->inflight : &s->queue);
+        requests_drop(s, r, r->written == r->len && r->inflight ? &s->inflight : &s->queue);
     else
-        req_forget(s, r); /* half written */
+        requests_forget(s, r); /* half written */
     shutdown_progress(s);
 }
 
@@ -136,7 +136,7 @@ static void start_timer(struct session *s, struct req *r, double timeout)
     ev_timer_start(s->loop, &r->tmo);
 }
 
-struct req *req_add(struct session *s, const struct msg_request *m, const char *line, size_t n)
+struct req *requests_add(struct session *s, const struct msg_request *m, const char *line, size_t n)
 {
     int inl = n + 1 <= INLINE_LINE_MAX;
     struct req *r = malloc(sizeof *r + (inl ? n + 1 : 0));
@@ -162,41 +162,41 @@ struct req *req_add(struct session *s, const struct msg_request *m, const char *
     return r;
 }
 
-size_t req_answer_started(struct session *s, const char *code, const char *msg)
+size_t requests_answer_started(struct session *s, const char *code, const char *msg)
 {
     size_t n = 0;
     while (s->inflight.head) {
         struct req *r = s->inflight.head;
-        req_answer(s, r->id, r->idlen, code, msg);
-        req_drop(s, r, &s->inflight);
+        requests_answer(s, r->id, r->idlen, code, msg);
+        requests_drop(s, r, &s->inflight);
         n++;
     }
     /* Only the queue's head can have been written in part. */
     struct req *r = s->queue.head;
     if (r && r->inflight) {
-        if (!r->dead) req_answer(s, r->id, r->idlen, code, msg);
-        req_drop(s, r, &s->queue);
+        if (!r->dead) requests_answer(s, r->id, r->idlen, code, msg);
+        requests_drop(s, r, &s->queue);
         n++;
     }
     return n;
 }
 
-void req_answer_unstarted(struct session *s, const char *code, const char *msg)
+void requests_answer_unstarted(struct session *s, const char *code, const char *msg)
 {
     struct req *r = s->queue.head;
     while (r) {
         struct req *next = r->next;
         if (!r->inflight) {
-            req_answer(s, r->id, r->idlen, code, msg);
-            req_drop(s, r, &s->queue);
+            requests_answer(s, r->id, r->idlen, code, msg);
+            requests_drop(s, r, &s->queue);
         }
         r = next;
     }
 }
 
-void req_free_all(struct session *s)
+void requests_free_all(struct session *s)
 {
-    while (s->queue.head) req_drop(s, s->queue.head, &s->queue);
-    while (s->inflight.head) req_drop(s, s->inflight.head, &s->inflight);
+    while (s->queue.head) requests_drop(s, s->queue.head, &s->queue);
+    while (s->inflight.head) requests_drop(s, s->inflight.head, &s->inflight);
     htab_free(&s->table);
 }

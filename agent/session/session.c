@@ -125,8 +125,11 @@ static void h_exit(void *ctx, int status)
     struct session *s = ctx;
     (void)status;
     /* Everything that reached it, even in part, is lost with it. */
-    size_t lost = req_answer_started(s, SESSION_ERR_HANDLER_EXITED, "the handler exited before answering");
-    if (lost) log_warn("the handler exited with %zu requests in flight; answered " SESSION_ERR_HANDLER_EXITED, lost);
+    size_t lost =
+        requests_answer_started(s, SESSION_ERR_HANDLER_EXITED, "the handler exited before answering");
+    if (lost)
+        log_warn("the handler exited with %zu requests in flight; answered " SESSION_ERR_HANDLER_EXITED,
+                 lost);
     if (s->stopping) {
         shutdown_finish(s);
         return;
@@ -148,7 +151,7 @@ static int setup(struct session *s, char *err)
         return -1;
     }
     s->seen = seen_new(SESSION_DEDUP_WINDOW);
-    if (!s->seen || req_init(s) < 0) {
+    if (!s->seen || requests_init(s) < 0) {
         err_set(err, "cannot start: out of memory");
         return -1;
     }
@@ -163,7 +166,7 @@ static int setup(struct session *s, char *err)
 
 static void free_all(struct session *s)
 {
-    req_free_all(s);
+    requests_free_all(s);
     intake_stop(s);
     handler_free(&s->h);
     seen_free(s->seen);

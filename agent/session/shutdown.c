@@ -59,7 +59,7 @@ static void on_grace(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop;
     (void)revents;
     struct session *s = w->data;
-    size_t n = req_answer_started(s, SESSION_ERR_SHUTTING_DOWN, SHUTTING_DOWN_MSG);
+    size_t n = requests_answer_started(s, SESSION_ERR_SHUTTING_DOWN, SHUTTING_DOWN_MSG);
     if (n) log_warn("grace period over: %zu requests answered " SESSION_ERR_SHUTTING_DOWN, n);
     stop_handler(s);
 }
@@ -74,7 +74,7 @@ static void begin_shutdown(struct session *s, int sig)
     handler_no_restart(&s->h);
     /* What the handler has not started on is answered now; only what is in
      * flight gets the grace period. */
-    req_answer_unstarted(s, SESSION_ERR_SHUTTING_DOWN, SHUTTING_DOWN_MSG);
+    requests_answer_unstarted(s, SESSION_ERR_SHUTTING_DOWN, SHUTTING_DOWN_MSG);
     if (!handler_running(&s->h) || s->ninflight == 0) {
         stop_handler(s);
         return;

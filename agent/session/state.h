@@ -95,31 +95,31 @@ struct session {
 
 /* ---- requests.c ---- */
 /* The table; -1 when out of memory. */
-int req_init(struct session *s);
+int requests_init(struct session *s);
 /* Every request forgotten, unanswered; the table freed. */
-void req_free_all(struct session *s);
+void requests_free_all(struct session *s);
 /* A new request for line[0..n), queued (with '\n' added) and its timer
  * started; NULL when out of memory. */
-struct req *req_add(struct session *s, const struct msg_request *m, const char *line, size_t n);
+struct req *requests_add(struct session *s, const struct msg_request *m, const char *line, size_t n);
 /* The request of this id that can still be answered, or NULL. */
-struct req *req_find(struct session *s, const char *id, size_t n);
+struct req *requests_find(struct session *s, const char *id, size_t n);
 /* Forget a request: out of the table, list `from` (or none) and its timer. */
-void req_drop(struct session *s, struct req *r, struct reqlist *from);
+void requests_drop(struct session *s, struct req *r, struct reqlist *from);
 /* Answered while still being written: the rest must still go, or the
  * handler's next line is corrupt; a late reply finds no request. */
-void req_forget(struct session *s, struct req *r);
+void requests_forget(struct session *s, struct req *r);
 /* Its first byte reached the handler: it counts as in flight. */
-void req_started(struct session *s, struct req *r);
+void requests_started(struct session *s, struct req *r);
 /* Its last byte reached the handler: off the queue, onto the in-flight list
  * (or freed when it was answered already). */
-void req_sent(struct session *s, struct req *r);
+void requests_sent(struct session *s, struct req *r);
 /* The agent's own error reply {"id", "error": {code, message}}. */
-void req_answer(struct session *s, const char *id, size_t idlen, const char *code, const char *msg);
+void requests_answer(struct session *s, const char *id, size_t idlen, const char *code, const char *msg);
 /* Answer and drop every request that reached the handler (the in-flight
  * list and a half-written queue head). Returns how many there were. */
-size_t req_answer_started(struct session *s, const char *code, const char *msg);
+size_t requests_answer_started(struct session *s, const char *code, const char *msg);
 /* Answer and drop every queued request the handler has not seen a byte of. */
-void req_answer_unstarted(struct session *s, const char *code, const char *msg);
+void requests_answer_unstarted(struct session *s, const char *code, const char *msg);
 
 /* ---- intake.c ---- */
 /* Start following the mailbox; -1 with err (ERR_LEN bytes). */
@@ -142,7 +142,7 @@ void pump_reply(void *ctx, const char *p, size_t n);
 void pump_reply_too_large(void *ctx, const char *head, size_t n);
 /* Log untrusted bytes as one warn line: control characters masked, the
  * first LOG_LINE_MAX bytes only. */
-void log_text(const char *what, const char *p, size_t n);
+void pump_log_text(const char *what, const char *p, size_t n);
 
 /* ---- shutdown.c ---- */
 void shutdown_init(struct session *s);
