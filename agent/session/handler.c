@@ -3,15 +3,11 @@
  */
 #include "agent/session/handler.h"
 #include "agent/core/err.h"
-#include "agent/core/stop.h"
-#include "agent/session/session.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
-#include "agent/core/pid1.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +143,7 @@ void handler_init(struct handler *h, struct ev_loop *loop, char **argv, double b
     h->ops = ops;
     h->ctx = ctx;
     h->in_fd = h->out_fd = -1;
-    lsplit_init(&h->split, SESSION_REPLY_MAX);
+    lsplit_init(&h->split, HANDLER_REPLY_MAX);
     ev_init(&h->restart, on_restart);
     h->restart.data = h;
     h->rbuf = malloc(HANDLER_READ_CHUNK);
@@ -216,12 +212,6 @@ void handler_no_restart(struct handler *h)
 {
     h->no_restart = 1;
     ev_timer_stop(h->loop, &h->restart);
-}
-
-void handler_signal(struct handler *h, int sig)
-{
-    if (h->pid <= 0) return;
-    stop_send(h->pid, sig, 1);
 }
 
 void handler_free(struct handler *h)

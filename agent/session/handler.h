@@ -1,12 +1,13 @@
 /*
  * handler.h - the session's warm handler process: starting it with pipes on
  * its stdin and stdout, reading its stdout as bounded lines, restarting it
- * with backoff after it exits, stopping it at shutdown.
+ * with backoff after it exits, not restarting it once the session shuts down.
  *
  * Owns the handler's pid, its pipe fds (our ends O_CLOEXEC and non-blocking)
  * and the restart timer. Does not own what is written to its stdin: the
  * session writes there itself when told the pipe is writable, so the queue
- * and its accounting stay in one place.
+ * and its accounting stay in one place. Does not stop it either: the session's
+ * shutdown does that with agent/core/stop.h on the pid it reads here.
  */
 #ifndef SA_HANDLER_H
 #define SA_HANDLER_H
@@ -19,6 +20,9 @@
 
 /* Backoff: base * 1, 4, 16, 64; reset after base * 60 of running. */
 #define HANDLER_BACKOFF_STEPS 4
+/* A handler stdout line longer than this is not a reply; the session answers
+ * the request too_large (README: "the handler's reply is over 64 MiB"). */
+#define HANDLER_REPLY_MAX (64u * 1024u * 1024u)
 #define HANDLER_HEALTHY_FACTOR 60.0
 #define HANDLER_READ_CHUNK (64 * 1024)
 /* At most this much is read per wakeup, so a chatty handler cannot starve
@@ -68,8 +72,7 @@ void handler_want_write(struct handler *h, int on);
 void handler_stdin_broken(struct handler *h);
 /* Never start it again (shutdown); cancels a pending restart. */
 void handler_no_restart(struct handler *h);
-/* Close its stdin and send sig to its process group and to it. */
-void handler_signal(struct handler *h, int sig);
+/* Close our end of its stdin (EOF for it; shutdown). */
 void handler_close_stdin(struct handler *h);
 void handler_free(struct handler *h);
 

@@ -8,12 +8,12 @@
  * truncated and written past the old offset before we looked).
  */
 #include "agent/session/mailbox.h"
+#include "agent/core/err.h"
 #include "agent/core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -185,7 +185,7 @@ static void on_poll(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, size_t line_max,
-                  lsplit_fn fn, void *ctx, char *err, size_t errlen)
+                  lsplit_fn fn, void *ctx, char *err)
 {
     memset(mb, 0, sizeof *mb);
     mb->loop = loop;
@@ -194,7 +194,7 @@ int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, si
     mb->ctx = ctx;
     size_t n = strlen(path);
     if (n == 0 || path[n - 1] == '/') {
-        snprintf(err, errlen, "the mailbox path '%.200s' names no file", path);
+        err_set(err, "the mailbox path '%.200s' names no file", path);
         return -1;
     }
     mb->path = strdup(path);
@@ -203,7 +203,7 @@ int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, si
     mb->base = strdup(slash ? slash + 1 : path);
     mb->chunk = malloc(MAILBOX_CHUNK);
     if (!mb->path || !mb->dir || !mb->base || !mb->chunk) {
-        snprintf(err, errlen, "out of memory");
+        err_set(err, "out of memory");
         return -1;
     }
     lsplit_init(&mb->split, line_max);

@@ -52,9 +52,10 @@ struct mailbox {
 };
 
 /* Start following path; lines up to line_max bytes. Returns 0, or -1 with a
- * message in err. Existing content is read on the first loop iteration. */
+ * message in err (ERR_LEN bytes). Existing content is read on the first loop
+ * iteration. */
 int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, size_t line_max,
-                  lsplit_fn fn, void *ctx, char *err, size_t errlen);
+                  lsplit_fn fn, void *ctx, char *err);
 /* Stop reading until mailbox_resume (call from inside fn, then return 1). */
 void mailbox_pause(struct mailbox *mb);
 /* Read again, at once (what arrived meanwhile is in the file). */

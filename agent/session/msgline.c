@@ -11,6 +11,7 @@
 #include "agent/core/b64.h"
 #include "agent/core/jsoncheck.h"
 #include "agent/core/jsonw.h"
+#include "agent/core/num.h"
 #include "agent/core/protocol.h"
 
 #include <cJSON.h>
@@ -79,14 +80,6 @@ static size_t skip_value(const char *s, size_t n, size_t i)
     return i < n ? i : 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 /* Decode the JSON string body raw[0..n) into out (at most max bytes) when it
  * holds only printable ASCII (escapes \uXXXX below 0x80 included). Returns the
  * length, or -1: such a string cannot be an id or a key we look for. */
@@ -100,7 +93,7 @@ static long decode_ascii(const char *raw, size_t n, char *out, size_t max)
             if (i + 5 >= n || raw[i + 1] != 'u') return -1;
             unsigned v = 0;
             for (int k = 2; k <= 5; k++) {
-                int h = hexval(raw[i + (size_t)k]);
+                int h = num_hexval((unsigned char)raw[i + (size_t)k]);
                 if (h < 0) return -1;
                 v = v << 4 | (unsigned)h;
             }

@@ -1,7 +1,11 @@
 /*
  * seen.c - a fixed window of recent ids (see seen.h).
+ *
+ * Owns the ring of slots (one allocation of `window` slots) and the index
+ * over it; the index's buckets are sized once, for two per slot.
  */
 #include "agent/session/seen.h"
+#include "agent/core/hash.h"
 #include "agent/session/msgline.h"
 
 #include <stdint.h>
@@ -9,24 +13,18 @@
 #include <string.h>
 
 struct seen_slot {
-    char id[MSG_ID_MAX];
+    struct hnode hn;
     uint8_t len;
-    int32_t next;   /* next slot in the same bucket, -1 ends */
-    uint32_t hash;
+    char id[MSG_ID_MAX];
 };
 
 struct seen {
-    size_t window, count, oldest, nbuckets;
-    int32_t *buckets;
+    size_t window, count, oldest;
+    struct htab index;
     struct seen_slot *slots;
 };
 
-static uint32_t hash(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
+static uint64_t id_hash(const char *id, size_t n) { return hash_bytes(HASH_SEED, id, n); }
 
 struct seen *seen_new(size_t window)
 {
@@ -34,68 +32,54 @@ struct seen *seen_new(size_t window)
     struct seen *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->window = window;
-    s->nbuckets = 1;
-    while (s->nbuckets < window * 2) s->nbuckets <<= 1;
-    s->buckets = malloc(s->nbuckets * sizeof *s->buckets);
     s->slots = calloc(window, sizeof *s->slots);
-    if (!s->buckets || !s->slots) {
+    if (!s->slots || htab_init(&s->index, window * 2, 0) < 0) {
         seen_free(s);
         return NULL;
     }
-    for (size_t i = 0; i < s->nbuckets; i++) s->buckets[i] = -1;
     return s;
 }
 
 void seen_free(struct seen *s)
 {
     if (!s) return;
-    free(s->buckets);
+    htab_free(&s->index);
     free(s->slots);
     free(s);
 }
 
-static int32_t find(const struct seen *s, const char *id, size_t n, uint32_t h)
+static const struct seen_slot *find(const struct seen *s, const char *id, size_t n, uint64_t h)
 {
-    for (int32_t k = s->buckets[h & (s->nbuckets - 1)]; k >= 0; k = s->slots[k].next) {
-        const struct seen_slot *e = &s->slots[k];
-        if (e->hash == h && e->len == n && !memcmp(e->id, id, n)) return k;
+    struct hnode *it;
+    HASH_FOR_EACH(&s->index, h, it) {
+        const struct seen_slot *e = HASH_ENTRY(it, struct seen_slot, hn);
+        if (e->len == n && !memcmp(e->id, id, n)) return e;
     }
-    return -1;
+    return NULL;
 }
 
 int seen_contains(const struct seen *s, const char *id, size_t n)
 {
     if (n == 0 || n > MSG_ID_MAX) return 0;
-    return find(s, id, n, hash(id, n)) >= 0;
-}
-
-static void unlink_slot(struct seen *s, int32_t k)
-{
-    int32_t *pp = &s->buckets[s->slots[k].hash & (s->nbuckets - 1)];
-    while (*pp >= 0 && *pp != k) pp = &s->slots[*pp].next;
-    if (*pp == k) *pp = s->slots[k].next;
+    return find(s, id, n, id_hash(id, n)) != NULL;
 }
 
 int seen_check_add(struct seen *s, const char *id, size_t n)
 {
     if (n == 0 || n > MSG_ID_MAX) return 0;
-    uint32_t h = hash(id, n);
-    if (find(s, id, n, h) >= 0) return 1;
-    int32_t k;
+    uint64_t h = id_hash(id, n);
+    if (find(s, id, n, h)) return 1;
+    struct seen_slot *e;
     if (s->count < s->window) {
-        k = (int32_t)s->count++;
+        e = &s->slots[s->count++];
     } else {
         /* Full: the oldest slot is reused; the ring order is slot order. */
-        k = (int32_t)s->oldest;
-        unlink_slot(s, k);
+        e = &s->slots[s->oldest];
+        htab_del(&s->index, &e->hn);
         s->oldest = (s->oldest + 1) % s->window;
     }
-    struct seen_slot *e = &s->slots[k];
     memcpy(e->id, id, n);
     e->len = (uint8_t)n;
-    e->hash = h;
-    size_t b = h & (s->nbuckets - 1);
-    e->next = s->buckets[b];
-    s->buckets[b] = k;
+    htab_add(&s->index, &e->hn, h);
     return 0;
 }

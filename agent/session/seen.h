@@ -1,9 +1,11 @@
 /*
- * seen.h - the last SEEN_WINDOW request ids, to drop a duplicate line.
+ * seen.h - the last `window` request ids (SESSION_DEDUP_WINDOW in the
+ * session), to drop a duplicate line.
  *
- * A ring of the ids in arrival order plus a hash index over it: lookups and
- * inserts are O(1), memory is fixed at creation (about 600 KiB), and the
- * oldest id is forgotten when a new one arrives in a full window.
+ * A ring of the ids in arrival order plus a fixed-size hash index over it
+ * (agent/core/hash.h, made with grow = 0): lookups and inserts are O(1),
+ * memory is fixed at creation (about 700 KiB for 4096 ids), and the oldest id
+ * is forgotten when a new one arrives in a full window.
  */
 #ifndef SA_SEEN_H
 #define SA_SEEN_H

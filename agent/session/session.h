@@ -1,14 +1,10 @@
 /*
  * session.h - `sandbox-agent session -- HANDLER ARGV...`: the warm session
- * daemon (PROTOCOL.md section 2), and its internal bounds.
+ * daemon (README "`sandbox-agent session -- HANDLER ARGV...` — the warm
+ * session daemon"). The mode's parts share agent/session/state.h.
  */
 #ifndef SA_SESSION_H
 #define SA_SESSION_H
-
-#include "agent/core/protocol.h"
-
-/* A handler stdout line longer than this is not a reply. */
-#define SESSION_REPLY_MAX (64u * 1024u * 1024u)
 
 /* argv[0] is "session". Returns the process exit code. */
 int session_main(int argc, char **argv);

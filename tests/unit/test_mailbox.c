@@ -1,237 +1,233 @@
 /*
- * test_mailbox.c - the session's pure parts: id validation, request and reply
- * recognition, the id peek of too-long lines, the error and reply lines, the
- * bounded line splitter and the duplicate window.
+ * test_mailbox.c - the mailbox follower (agent/session/mailbox.c) on a real
+ * file in a temporary directory, driven by its own ev loop: existing lines,
+ * appends, a partial last line, a file created later, truncation (shorter,
+ * and refilled past the old offset), replacement by rename, pausing inside
+ * the callback, a too-long line, and paths that name no file.
+ *
+ * No sleeps: each step writes, then runs the loop until what it waits for
+ * has happened (inotify makes that one turn; the poll timer bounds it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/core/lsplit.h"
-#include "agent/session/msgline.h"
-#include "agent/session/seen.h"
+#include "agent/core/err.h"
+#include "agent/session/mailbox.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define S(x) x, sizeof(x) - 1
 
-static void test_id_valid(void **st)
-{
-    (void)st;
-    assert_true(msg_id_valid(S("a")));
-    assert_true(msg_id_valid(S("A-z.0:9_x")));
-    assert_false(msg_id_valid(S("")));
-    assert_false(msg_id_valid(S("a__b")));
-    assert_false(msg_id_valid(S("__")));
-    assert_true(msg_id_valid(S("_a_")));
-    assert_false(msg_id_valid(S("a b")));
-    assert_false(msg_id_valid(S("a/b")));
-    assert_false(msg_id_valid(S("caf\xc3\xa9")));
-    char id[130];
-    memset(id, 'x', sizeof id);
-    assert_true(msg_id_valid(id, 128));
-    assert_false(msg_id_valid(id, 129));
-}
-
-static void test_parse_request(void **st)
-{
-    (void)st;
-    struct msg_request m;
-    assert_int_equal(msg_parse_request(S("{\"id\": \"r1\", \"method\": \"m\", \"params\": {\"id\": \"no\"}}"), &m), MSG_OK);
-    assert_string_equal(m.id, "r1");
-    assert_true(m.timeout == 0);
-    /* The last "id" counts (json.loads), escapes decode, nested ids do not count. */
-    assert_int_equal(msg_parse_request(S("{\"params\": [{\"id\": \"x\"}], \"id\": \"a\", \"\\u0069d\": \"\\u0062c\"}"), &m), MSG_OK);
-    assert_string_equal(m.id, "bc");
-    assert_int_equal(msg_parse_request(S("{\"id\": \"t\", \"timeout\": 2.5}"), &m), MSG_OK);
-    assert_true(m.timeout == 2.5);
-    assert_int_equal(msg_parse_request(S("{\"id\": \"t\", \"timeout\": null}"), &m), MSG_OK);
-    assert_true(m.timeout == 0);
-    assert_int_equal(msg_parse_request(S("  \t\r"), &m), MSG_BLANK);
-    /* Bad, with the id readable: answerable. */
-    assert_int_equal(msg_parse_request(S("{\"id\": \"t\", \"timeout\": -1}"), &m), MSG_BAD);
-    assert_string_equal(m.id, "t");
-    assert_int_equal(msg_parse_request(S("{\"id\": \"t\", \"timeout\": \"5\"}"), &m), MSG_BAD);
-    assert_string_equal(m.id, "t");
-    assert_int_equal(msg_parse_request(S("{\"id\": \"p\", \"params\": [1,"), &m), MSG_BAD);
-    assert_string_equal(m.id, "p");
-    assert_int_equal(msg_parse_request(S("{\"id\": \"u\", \"x\": \"\xff\"}"), &m), MSG_BAD);
-    assert_string_equal(m.id, "u");
-    /* Bad, no id to answer. */
-    assert_int_equal(msg_parse_request(S("garbage"), &m), MSG_BAD);
-    assert_int_equal(m.idlen, 0);
-    assert_int_equal(msg_parse_request(S("[\"id\", \"x\"]"), &m), MSG_BAD);
-    assert_int_equal(m.idlen, 0);
-    assert_int_equal(msg_parse_request(S("{\"id\": \"a__b\"}"), &m), MSG_BAD);
-    assert_int_equal(m.idlen, 0);
-    assert_int_equal(msg_parse_request(S("{\"id\": 5}"), &m), MSG_BAD);
-    assert_int_equal(m.idlen, 0);
-    assert_int_equal(msg_parse_request(S("{\"id\": \"a\\u0000\"}"), &m), MSG_BAD);
-    assert_int_equal(m.idlen, 0);
-    assert_int_equal(msg_parse_request(S("{\"method\": \"x\"}"), &m), MSG_BAD);
-    assert_string_equal(m.why, "no \"id\"");
-}
-
-static void test_peek_id(void **st)
-{
-    (void)st;
-    char id[MSG_ID_MAX + 1];
-    size_t n;
-    assert_int_equal(msg_peek_id(S("{\"id\": \"big\", \"params\": \"zzzz"), id, &n), 1);
-    assert_string_equal(id, "big");
-    assert_int_equal(msg_peek_id(S("{\"method\": \"m\", \"id\": \"late\", \"params\": [[[["), id, &n), 1);
-    assert_string_equal(id, "late");
-    /* A quoted "id" inside a string value is not the id. */
-    assert_int_equal(msg_peek_id(S("{\"method\": \"\\\"id\\\": \\\"evil\\\"\", \"params\": \"zz"), id, &n), 0);
-    /* Cut inside the id value: not readable. */
-    assert_int_equal(msg_peek_id(S("{\"id\": \"abc"), id, &n), 0);
-    assert_int_equal(msg_peek_id(S("{\"params\": \"zzzz"), id, &n), 0);
-    assert_int_equal(msg_peek_id(S(""), id, &n), 0);
-}
-
-static void test_parse_reply(void **st)
-{
-    (void)st;
-    char id[MSG_ID_MAX + 1];
-    size_t n;
-    assert_int_equal(msg_parse_reply(S("{\"id\": \"r\", \"result\": null}"), id, &n), 1);
-    assert_string_equal(id, "r");
-    assert_int_equal(msg_parse_reply(S("{\"error\": {}, \"id\": \"e\"}"), id, &n), 1);
-    assert_int_equal(msg_parse_reply(S("{\"id\": \"r\", \"neither\": 1}"), id, &n), 0);
-    assert_int_equal(msg_parse_reply(S("{\"id\": \"r\", \"result\": 1"), id, &n), 0);
-    assert_int_equal(msg_parse_reply(S("hello"), id, &n), 0);
-    assert_int_equal(msg_parse_reply(S("{\"id\": \"a__b\", \"result\": 1}"), id, &n), 0);
-}
-
-static void test_error_and_reply_line(void **st)
-{
-    (void)st;
-    struct buf b;
-    buf_init(&b, 1 << 20);
-    assert_int_equal(msg_error_json(&b, S("x1"), "timeout", "no answer within 1 s"), 0);
-    assert_string_equal(buf_cstr(&b),
-                        "{\"id\": \"x1\", \"error\": {\"code\": \"timeout\", \"message\": \"no answer within 1 s\"}}");
-    buf_reset(&b);
-    assert_int_equal(msg_reply_line(&b, S("x1"), S("N"), S("{}")), 0);
-    assert_string_equal(buf_cstr(&b), "__SANDBOX_REPLY__x1__N__e30=\n");
-    buf_free(&b);
-}
-
-/* ---- lsplit ---- */
-
 struct got {
-    int lines, large, stop_after;
-    char last[64];
-    size_t last_len;
+    struct mailbox *mb;
+    int lines, large;
+    int pause_at;            /* pause inside the callback after this many lines */
+    char all[4096];          /* every line, each followed by '\n' */
+    size_t all_len;
+};
+
+struct fixture {
+    struct ev_loop *loop;
+    struct mailbox mb;
+    struct got g;
+    char dir[64];
+    char path[128];
 };
 
 static int collect(void *ctx, enum lsplit_kind kind, const char *p, size_t n)
 {
     struct got *g = ctx;
-    if (kind == LSPLIT_LINE) g->lines++;
-    else g->large++;
-    g->last_len = n;
-    memcpy(g->last, p, n < sizeof g->last ? n : sizeof g->last);
-    return g->stop_after && g->lines + g->large >= g->stop_after;
-}
-
-static void test_lsplit_partial_and_stop(void **st)
-{
-    (void)st;
-    struct lsplit s;
-    struct got g;
-    memset(&g, 0, sizeof g);
-    lsplit_init(&s, 100);
-    assert_int_equal(lsplit_feed(&s, S("ab"), collect, &g), 2);
-    assert_int_equal(g.lines, 0);
-    assert_int_equal(lsplit_pending(&s), 2);
-    assert_int_equal(lsplit_feed(&s, S("c\nde\n"), collect, &g), 5);
-    assert_int_equal(g.lines, 2);
-    assert_memory_equal(g.last, "de", 2);
-    g.stop_after = 3;
-    assert_int_equal(lsplit_feed(&s, S("f\ng\n"), collect, &g), 2);
-    assert_int_equal(g.lines, 3);
-    lsplit_feed(&s, S("partial"), collect, &g);
-    lsplit_reset(&s);
-    g.stop_after = 0;
-    lsplit_feed(&s, S("new\n"), collect, &g);
-    assert_memory_equal(g.last, "new", 3);
-    lsplit_free(&s);
-}
-
-static void test_lsplit_too_large_bounded(void **st)
-{
-    (void)st;
-    struct lsplit s;
-    struct got g;
-    memset(&g, 0, sizeof g);
-    lsplit_init(&s, 10);
-    /* Exactly the bound is a line. */
-    lsplit_feed(&s, S("0123456789\n"), collect, &g);
-    assert_int_equal(g.lines, 1);
-    /* Known too long before its newline: reported once, head kept, rest skipped. */
-    lsplit_feed(&s, S("{\"id\": \"k\""), collect, &g);
-    lsplit_feed(&s, S("zzzzzzzzzzzzzzzzzzzz"), collect, &g);
-    assert_int_equal(g.large, 1);
-    assert_memory_equal(g.last, "{\"id\": \"k\"", 10);
-    assert_int_equal(lsplit_pending(&s), 0); /* nothing of it is held */
-    assert_true(s.part.cap <= 256);
-    lsplit_feed(&s, S("zzzz\nok\n"), collect, &g);
-    assert_int_equal(g.large, 1);
-    assert_int_equal(g.lines, 2);
-    assert_memory_equal(g.last, "ok", 2);
-    /* A complete too-long line in one chunk. */
-    lsplit_feed(&s, S("0123456789A\nok2\n"), collect, &g);
-    assert_int_equal(g.large, 2);
-    assert_int_equal(g.lines, 3);
-    lsplit_free(&s);
-}
-
-/* ---- seen ---- */
-
-static void test_seen_window(void **st)
-{
-    (void)st;
-    struct seen *s = seen_new(4096);
-    char id[32];
-    assert_non_null(s);
-    assert_int_equal(seen_check_add(s, S("first")), 0);
-    assert_int_equal(seen_check_add(s, S("first")), 1);
-    for (int i = 0; i < 4095; i++) {
-        int n = snprintf(id, sizeof id, "id%d", i);
-        assert_int_equal(seen_check_add(s, id, (size_t)n), 0);
+    if (kind == LSPLIT_TOO_LARGE) {
+        g->large++;
+        return 0;
     }
-    assert_true(seen_contains(s, S("first")));
-    assert_int_equal(seen_check_add(s, S("one-more")), 0);
-    assert_false(seen_contains(s, S("first")));
-    assert_true(seen_contains(s, S("id0")));
-    assert_true(seen_contains(s, S("id4094")));
-    /* Many rounds through the ring keep exactly the last 4096. */
-    for (int i = 0; i < 20000; i++) {
-        int n = snprintf(id, sizeof id, "r%d", i);
-        assert_int_equal(seen_check_add(s, id, (size_t)n), 0);
+    g->lines++;
+    if (g->all_len + n + 1 <= sizeof g->all) {
+        memcpy(g->all + g->all_len, p, n);
+        g->all_len += n;
+        g->all[g->all_len++] = '\n';
     }
-    assert_true(seen_contains(s, S("r19999")));
-    assert_true(seen_contains(s, S("r15904")));
-    assert_false(seen_contains(s, S("r15903")));
-    seen_free(s);
-    assert_null(seen_new(0));
+    if (g->pause_at && g->lines == g->pause_at) {
+        mailbox_pause(g->mb);
+        return 1;
+    }
+    return 0;
+}
+
+/* Run the loop until cond holds; each turn ends at an event or a poll tick. */
+#define RUN_UNTIL(f, cond)                                                      \
+    do {                                                                        \
+        for (int i_ = 0; i_ < 100 && !(cond); i_++) ev_run((f)->loop, EVRUN_ONCE); \
+        assert_true(cond);                                                      \
+    } while (0)
+
+static void put(const char *path, const char *data, size_t n, int flags)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, n), (ssize_t)n);
+    close(fd);
+}
+
+static void append(struct fixture *f, const char *data, size_t n) { put(f->path, data, n, O_APPEND); }
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/test_mailbox.XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/mailbox.jsonl", f->dir);
+    f->loop = ev_loop_new(EVFLAG_AUTO);
+    assert_non_null(f->loop);
+    f->g.mb = &f->mb;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    char other[160];
+    mailbox_stop(&f->mb);
+    ev_loop_destroy(f->loop);
+    unlink(f->path);
+    snprintf(other, sizeof other, "%s/new", f->dir);
+    unlink(other);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void start(struct fixture *f, size_t line_max)
+{
+    char err[ERR_LEN];
+    assert_int_equal(mailbox_start(&f->mb, f->loop, f->path, line_max, collect, &f->g, err), 0);
+}
+
+static void expect(struct fixture *f, const char *all)
+{
+    assert_int_equal(f->g.all_len, strlen(all));
+    assert_memory_equal(f->g.all, all, f->g.all_len);
+}
+
+static void test_existing_appended_partial(void **state)
+{
+    struct fixture *f = *state;
+    put(f->path, S("a\nb\n"), O_TRUNC);
+    start(f, 1024);
+    RUN_UNTIL(f, f->g.lines == 2);
+    expect(f, "a\nb\n");
+    append(f, S("c\npart"));
+    RUN_UNTIL(f, f->mb.off == 10);
+    /* The partial last line waits for its newline. */
+    assert_int_equal(f->g.lines, 3);
+    assert_int_equal(lsplit_pending(&f->mb.split), 4);
+    append(f, S("ial\n"));
+    RUN_UNTIL(f, f->g.lines == 4);
+    expect(f, "a\nb\nc\npartial\n");
+}
+
+static void test_created_later(void **state)
+{
+    struct fixture *f = *state;
+    start(f, 1024);
+    ev_run(f->loop, EVRUN_ONCE); /* the first look: no file yet */
+    assert_int_equal(f->g.lines, 0);
+    assert_int_equal(f->mb.fd, -1);
+    put(f->path, S("x\n"), O_TRUNC);
+    RUN_UNTIL(f, f->g.lines == 1);
+    expect(f, "x\n");
+}
+
+static void test_truncation_restarts_at_zero(void **state)
+{
+    struct fixture *f = *state;
+    put(f->path, S("one\ntwo\n"), O_TRUNC);
+    start(f, 1024);
+    RUN_UNTIL(f, f->g.lines == 2);
+    /* Shorter than the offset: read again from 0. */
+    put(f->path, S("3\n"), O_TRUNC);
+    RUN_UNTIL(f, f->g.lines == 3);
+    expect(f, "one\ntwo\n3\n");
+    assert_int_equal(f->mb.off, 2);
+    /* Truncated and refilled past the old offset before we looked: the bytes
+     * before the offset are not the ones we read, so again from 0. */
+    put(f->path, S("ONE\nTWO\n"), O_TRUNC);
+    RUN_UNTIL(f, f->g.lines == 5);
+    expect(f, "one\ntwo\n3\nONE\nTWO\n");
+    assert_int_equal(f->mb.off, 8);
+}
+
+static void test_replaced_by_rename(void **state)
+{
+    struct fixture *f = *state;
+    char other[160];
+    snprintf(other, sizeof other, "%s/new", f->dir);
+    put(f->path, S("a\n"), O_TRUNC);
+    start(f, 1024);
+    RUN_UNTIL(f, f->g.lines == 1);
+    /* What the old file still holds comes first, then the new file from 0. */
+    append(f, S("b\n"));
+    put(other, S("new\n"), O_TRUNC);
+    assert_int_equal(rename(other, f->path), 0);
+    RUN_UNTIL(f, f->g.lines == 3);
+    expect(f, "a\nb\nnew\n");
+}
+
+static void test_pause_and_resume(void **state)
+{
+    struct fixture *f = *state;
+    put(f->path, S("1\n2\n3\n"), O_TRUNC);
+    f->g.pause_at = 2;
+    start(f, 1024);
+    RUN_UNTIL(f, f->g.lines == 2);
+    /* Paused inside the callback: the offset stops right after line 2. */
+    assert_int_equal(f->mb.off, 4);
+    assert_int_equal(f->g.lines, 2);
+    f->g.pause_at = 0;
+    mailbox_resume(&f->mb); /* reads at once */
+    assert_int_equal(f->g.lines, 3);
+    expect(f, "1\n2\n3\n");
+}
+
+static void test_too_large_line(void **state)
+{
+    struct fixture *f = *state;
+    put(f->path, S("0123456789abcdef0123456789abcdef\nok\n"), O_TRUNC);
+    start(f, 16);
+    RUN_UNTIL(f, f->g.lines == 1);
+    assert_int_equal(f->g.large, 1);
+    expect(f, "ok\n");
+}
+
+static void test_path_names_no_file(void **state)
+{
+    struct fixture *f = *state;
+    char err[ERR_LEN];
+    assert_int_equal(mailbox_start(&f->mb, f->loop, "/tmp/dir/", 1024, collect, &f->g, err), -1);
+    assert_non_null(strstr(err, "names no file"));
+    assert_int_equal(mailbox_start(&f->mb, f->loop, "", 1024, collect, &f->g, err), -1);
+    assert_non_null(strstr(err, "names no file"));
+    /* Nothing was started; teardown's stop is harmless. */
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_id_valid),
-        cmocka_unit_test(test_parse_request),
-        cmocka_unit_test(test_peek_id),
-        cmocka_unit_test(test_parse_reply),
-        cmocka_unit_test(test_error_and_reply_line),
-        cmocka_unit_test(test_lsplit_partial_and_stop),
-        cmocka_unit_test(test_lsplit_too_large_bounded),
-        cmocka_unit_test(test_seen_window),
+        cmocka_unit_test_setup_teardown(test_existing_appended_partial, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_created_later, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncation_restarts_at_zero, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replaced_by_rename, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pause_and_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_too_large_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_path_names_no_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,10 +1,12 @@
 /*
- * fuzz_mailbox.c - libFuzzer target: the mailbox line path on untrusted bytes.
- * The input is split into lines by lsplit (fed in chunks whose sizes come
- * from the input, with a small line bound so the too-long path runs), each
- * line is read as a request and as a handler reply, and every id that comes
- * out must be a valid id; the error and reply lines built from it must be one
- * line of valid JSON / base64.
+ * fuzz_msgline.c - libFuzzer target: the session's message lines (msgline.c)
+ * on untrusted bytes, as the mailbox path meets them (mailbox.c itself, the
+ * file follower, is not fuzzed here). The input is split into lines by lsplit
+ * (fed in chunks whose sizes come from the input, with a small line bound so
+ * the too-long path runs), each line is read as a request and as a handler
+ * reply, and every id that comes out must be a valid id; the error and reply
+ * lines built from it must be one line of valid JSON / base64. Every valid id
+ * goes through the duplicate window (seen.c).
  */
 #include "agent/core/jsoncheck.h"
 #include "agent/core/lsplit.h"
