@@ -71,13 +71,18 @@ int pid1_forward(const struct pid1_config *cfg, pid_t pid, int sig)
     return out;
 }
 
-int pid1_init(struct ev_loop *loop, sig_fn fn, void *ctx, char *err)
+void pid1_subreaper(void)
 {
     /* A subreaper inherits the orphans of its descendants, as PID 1 does, so
      * "every zombie is reaped" holds when the agent runs under docker --init,
      * a shell or a test harness too. */
     if (!pid1_is_init() && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
         log_warn("cannot become a child subreaper: %s; orphans go to our parent", strerror(errno));
+}
+
+int pid1_init(struct ev_loop *loop, sig_fn fn, void *ctx, char *err)
+{
+    pid1_subreaper();
     return sig_catch(loop, NULL, fn, ctx, err);
 }
 

@@ -30,6 +30,10 @@ int pid1_begin(struct nonce *n);
  * Returns 0, or -1 with a message in err (ERR_LEN bytes). */
 int pid1_config_read(struct pid1_config *cfg, char *err);
 
+/* Become a child subreaper unless PID 1 (logged when refused): the orphans
+ * of our descendants are then ours to reap, as PID 1's are. */
+void pid1_subreaper(void);
+
 /* Become a child subreaper unless PID 1, and catch every forwardable signal
  * (sig_catch with NULL). Returns 0, or -1 with a message in err. */
 int pid1_init(struct ev_loop *loop, sig_fn fn, void *ctx, char *err);

@@ -211,3 +211,25 @@ def test_timeout_bounded_with_unreaped_group_zombie():
     assert rc == "0", p.stderr
     res = json.loads(line.strip()[len("__SBX_EXEC__"):])
     assert res["timed_out"] is True and res["signal"] == 9
+
+
+def test_orphan_zombie_of_a_timed_out_group_does_not_hold_the_call():
+    # The command dies of SIGTERM, but its child (which ignores it) exits a
+    # moment later, orphaned: without exec being a subreaper its zombie went
+    # to a parent that never reaps (a non-reaping subreaper here, as a PID 1
+    # may be), the group never emptied and the call waited out --kill-after
+    # (21 s). exec reaps it itself and returns right after the timeout.
+    job = ("import os,signal,time\nif os.fork()==0:\n"
+           "    signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(0.5); os._exit(0)\n"
+           "time.sleep(60)")
+    t0 = time.monotonic()
+    p = subprocess.run([PY, os.path.join(os.path.dirname(__file__), "workloads", "nonreaper.py"), AGENT,
+                        "exec", "--timeout", "1", "--kill-after", "20", "--", PY, "-c", job],
+                       capture_output=True, timeout=60, env=clean_env())
+    elapsed = time.monotonic() - t0
+    rc, _, line = p.stdout.decode().partition(" ")
+    assert rc == "0", p.stderr
+    res = json.loads(line.strip()[len("__SBX_EXEC__"):])
+    assert res["timed_out"] is True and res["signal"] == signal.SIGTERM
+    # Well below the 21 s the unreaped zombie cost, with room for a loaded machine.
+    assert elapsed < 15, elapsed
