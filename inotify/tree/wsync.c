@@ -253,28 +253,26 @@ static void on_readable(struct ev_loop *loop, ev_io *io, int revents)
 struct wsync *wsync_new(const char *root, int recursive, const struct wsync_ops *ops, void *ctx, char *err)
 {
     struct wsync *s = calloc(1, sizeof *s);
-    size_t n = strlen(root);
-    if (s) {
-        s->root = malloc(n + 1);
-        s->rbuf = malloc(WSYNC_READ_BUF);
-        s->dents = malloc(WSYNC_DENTS_BUF);
-    }
-    if (!s || !s->root || !s->rbuf || !s->dents) {
-        wsync_free(s);
-        err_set(err, "out of memory");
-        return NULL;
-    }
-    memcpy(s->root, root, n + 1);
-    s->root_len = n;
+    if (!s) goto oom;
+    s->fd = -1;
+    s->root_len = strlen(root);
+    s->root = malloc(s->root_len + 1);
+    s->rbuf = malloc(WSYNC_READ_BUF);
+    s->dents = malloc(WSYNC_DENTS_BUF);
+    if (!s->root || !s->rbuf || !s->dents) goto oom;
+    memcpy(s->root, root, s->root_len + 1);
     s->recursive = recursive;
     s->mask_create = 1;
     s->ops = ops;
     s->ctx = ctx;
-    s->fd = -1;
     buf_init(&s->path, WSYNC_PATH_MAX);
     ev_io_init(&s->io, on_readable, -1, EV_READ);
     s->io.data = s;
     return s;
+oom:
+    wsync_free(s);
+    err_set(err, "out of memory");
+    return NULL;
 }
 
 int wsync_start(struct wsync *s, struct ev_loop *loop, char *err)

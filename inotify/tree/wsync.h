@@ -56,11 +56,11 @@ struct wsync;
 /* A service for ROOT (copied) and, when recursive, every directory below it.
  * Nothing is watched yet. Returns NULL with a message in err (ERR_LEN bytes). */
 struct wsync *wsync_new(const char *root, int recursive, const struct wsync_ops *ops, void *ctx, char *err);
-/* Watch ROOT and everything below it now; when this returns 0 every directory
- * is watched (what could not be was reported through ops->event) and events
- * are read from `loop`. Returns -1 when ROOT itself cannot be watched, with
- * the reason (strerror's text, no path: ROOT may be longer than ERR_LEN) in
- * err. */
+/* Once: watch ROOT and everything below it now. When this returns 0 every
+ * directory is watched (what could not be was reported through ops->event)
+ * and events are read from `loop`. Returns -1 when ROOT itself cannot be
+ * watched, with the reason (strerror's text, no path: ROOT may be longer than
+ * ERR_LEN) in err. */
 int wsync_start(struct wsync *s, struct ev_loop *loop, char *err);
 /* Handle what the kernel has queued now, without waiting. */
 void wsync_drain(struct wsync *s);

@@ -270,6 +270,9 @@ static int run(struct watch *w, const struct watch_args *a)
 
 /* ---- command line -------------------------------------------------------- */
 
+/* ROOT, RECURSIVE01 ("0" or "1") and TIMEOUT_SECONDS: empty or absent for
+ * none, else a decimal number of seconds up to a year (num_seconds). Returns
+ * 0, or -1 with a message in err. */
 static int parse_args(int argc, char **argv, struct watch_args *a, char *err)
 {
     if (argc < 3 || argc > 4) {
@@ -309,8 +312,7 @@ int watch_main(int argc, char **argv)
         log_error("watch: %s", err);
         return EXIT_USAGE;
     }
-    static struct watch w; /* static: single; zeroed */
-    memset(&w, 0, sizeof w);
+    struct watch w = {0};
     w.root = a.root;
     w.root_len = strlen(a.root);
     buf_init(&w.out, WATCH_OUT_MAX);
