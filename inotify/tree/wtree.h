@@ -1,14 +1,18 @@
 /*
- * wtree.h - the watcher's model of the watched tree: one node per watched
- * directory, found by inotify watch descriptor or by (parent, name), each
- * knowing its parent so that its path is rebuilt from ROOT when an event is
- * printed. A rename is then one pointer and one name change, and every
- * descendant follows without being touched.
+ * wtree.h - the watched tree's model: one node per watched directory, found
+ * by inotify watch descriptor or by (parent, name), each knowing its parent
+ * so that its path is rebuilt from ROOT when an event is delivered. A rename
+ * is then one pointer and one name change, and every descendant follows
+ * without being touched.
  *
- * Pure bookkeeping: no system calls. inotify/watch.c owns the inotify fd and
- * decides when nodes are added, moved and dropped.
+ * Pure bookkeeping: no system calls. inotify/tree/wsync.c owns the inotify fd
+ * and decides when nodes are added, moved and dropped.
  *
- * Bounds: at most `max_nodes` nodes (wtree_add fails past it); the hash tables
+ * The lookups are the core's intrusive table (agent/core/hash.h): each node
+ * embeds one hnode per table, hashed with hash_u64 (wd) and with hash_bytes
+ * seeded with the parent pointer (name).
+ *
+ * Bounds: at most `max_nodes` nodes (wtree_add fails past it); the tables
  * grow with the node count; the pending-IN_IGNORED table holds at most one
  * entry per watch ever removed and not yet acknowledged by the kernel, so it is
  * bounded by the kernel's own watch limit.
@@ -17,17 +21,18 @@
 #define SA_WTREE_H
 
 #include "agent/core/buf.h"
+#include "agent/core/hash.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 struct wnode {
     int wd;
+    struct hnode wd_node;          /* in wtree.by_wd */
+    struct hnode name_node;        /* in wtree.by_name (not the root) */
     struct wnode *parent;          /* NULL for the root only */
     struct wnode *child;           /* first child */
     struct wnode *next, *prev;     /* siblings */
-    struct wnode *name_next;       /* chain in the (parent, name) table */
-    struct wnode *wd_next;         /* chain in the wd table */
     char *name;                    /* not NUL-terminated; the root's is empty */
     size_t name_len;
     uint32_t cookie;               /* IN_MOVED_FROM cookie while `moving` */
@@ -42,19 +47,17 @@ struct wtree {
     struct wnode *root;
     char *root_path;
     size_t root_len;
-    struct wnode **by_wd;
-    size_t wd_cap;                 /* power of two */
-    struct wnode **by_name;
-    size_t name_cap;               /* power of two */
-    struct wpend **pend;
-    size_t pend_cap;
-    size_t pend_count;
+    struct htab by_wd;             /* every node */
+    struct htab by_name;           /* every node but the root */
+    struct htab pend;              /* struct wpend, by wd; .count entries */
+    struct wpend *pend_list;       /* the same entries, for wtree_free */
     size_t count;
     size_t max_nodes;
 };
 
 /* Empty tree whose root directory is spelt `root` (kept byte for byte: paths
- * are joined from it as os.path.join does). Returns 0 or -1 (no memory). */
+ * are joined from it as os.path.join does). Returns 0 or -1 (no memory; the
+ * tree is then zeroed, and wtree_free is a no-op on it). */
 int wtree_init(struct wtree *t, const char *root, size_t root_len, size_t max_nodes);
 void wtree_free(struct wtree *t);
 

@@ -1,9 +1,10 @@
 /*
- * fuzz_watch_tree.c - libFuzzer target: the watcher's tree model against a
- * plain shadow copy. The input is a program of adds, renames, subtree
- * removals and IN_IGNORED ledger operations; after each step every live
- * node's path, wd lookup and (parent, name) lookup must agree with the shadow,
- * and every output line must be valid JSON.
+ * fuzz_wtree.c - libFuzzer target: the watched tree's model
+ * (inotify/tree/wtree.c) against a plain shadow copy. The input is a program
+ * of adds, renames, subtree removals and IN_IGNORED ledger operations; after
+ * each step every live node's path, wd lookup and (parent, name) lookup must
+ * agree with the shadow, and the watch mode's line for each path
+ * (inotify/watch/wline.c) must be valid JSON.
  */
 #include "agent/core/jsoncheck.h"
 #include "inotify/watch/wline.h"

@@ -1,14 +1,13 @@
 /*
- * test_watch_tree.c - the watcher's tree model (paths joined as os.path.join
- * does, renames carrying whole subtrees, removal, the IN_IGNORED ledger, the
- * node bound) and its output line (Python json.dumps parity).
+ * test_wtree.c - the watched tree's model (inotify/tree/wtree.c): paths joined
+ * as os.path.join does, renames carrying whole subtrees, removal, the
+ * IN_IGNORED ledger, the node bound.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "inotify/watch/wline.h"
 #include "inotify/tree/wtree.h"
 
 #include <errno.h>
@@ -138,7 +137,7 @@ static void test_ignored_ledger(void **st)
     assert_int_equal(wtree_pend_due(&t, 7), 0);
     for (int wd = 0; wd < 5000; wd++) assert_int_equal(wtree_pend_add(&t, wd), 0);
     for (int wd = 0; wd < 5000; wd++) assert_int_equal(wtree_pend_take(&t, wd), 1);
-    assert_int_equal(t.pend_count, 0);
+    assert_int_equal(t.pend.count, 0);
     wtree_free(&t);
 }
 
@@ -168,36 +167,6 @@ static void test_bound_and_growth(void **st)
     wtree_free(&t);
 }
 
-static const char *line(uint32_t mask, const char *path, size_t n, const char *err)
-{
-    static struct buf b;
-    buf_free(&b);
-    buf_init(&b, 1 << 20);
-    assert_int_equal(wline_event(&b, mask, path, n, err), 0);
-    return buf_cstr(&b);
-}
-
-static void test_line_is_python_json_dumps(void **st)
-{
-    (void)st;
-    assert_string_equal(line(256, "/r/a", 4, NULL), "__SBX_WATCH__{\"mask\": 256, \"path\": \"/r/a\"}\n");
-    assert_string_equal(line(0x40000100u, "/r/d", 4, NULL),
-                        "__SBX_WATCH__{\"mask\": 1073742080, \"path\": \"/r/d\"}\n");
-    /* json.dumps({"mask": 2, "path": os.fsdecode(b'/r/q"\\\n\xff\xc3\xa9\xf0\x9f\x98\x80\x01')}) */
-    const char raw[] = "/r/q\"\\\n\xff\xc3\xa9\xf0\x9f\x98\x80\x01";
-    assert_string_equal(line(2, raw, sizeof raw - 1, NULL),
-                        "__SBX_WATCH__{\"mask\": 2, \"path\": "
-                        "\"/r/q\\\"\\\\\\n\\udcff\\u00e9\\ud83d\\ude00\\u0001\"}\n");
-    assert_string_equal(line(16384, "/r/x", 4, "cannot watch: No space left on device"),
-                        "__SBX_WATCH__{\"mask\": 16384, \"path\": \"/r/x\", "
-                        "\"error\": \"cannot watch: No space left on device\"}\n");
-    struct buf b;
-    buf_init(&b, 30);
-    assert_int_equal(wline_event(&b, 1, "/a/very/long/path/that/does/not/fit", 35, NULL), -1);
-    assert_int_equal(b.len, 0); /* all or nothing */
-    buf_free(&b);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,7 +175,6 @@ int main(void)
         cmocka_unit_test(test_remove_subtree),
         cmocka_unit_test(test_ignored_ledger),
         cmocka_unit_test(test_bound_and_growth),
-        cmocka_unit_test(test_line_is_python_json_dumps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,194 @@
+/*
+ * wlist.c - the tree service's listings (see wsync.h): what a directory that
+ * appeared already holds, reported as IN_CREATE, each subdirectory watched
+ * before it is listed in turn; the initial walk (which reports nothing); and
+ * re-listing the parts of a renamed subtree whose paths went stale.
+ *
+ * The watch is added before the listing, so whatever is created meanwhile is
+ * either listed or reported by the watch: duplicates, never a gap. Depth-first
+ * with an explicit stack: a deep tree cannot overflow the C stack.
+ */
+#include "inotify/tree/wsync_priv.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct linux_dirent64 {
+    unsigned long long d_ino;
+    long long d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+static int push(struct wsync *s, int wd)
+{
+    if (s->stack_len == s->stack_cap) {
+        size_t cap = s->stack_cap ? s->stack_cap * 2 : 256;
+        int *st = realloc(s->stack, cap * sizeof *st);
+        if (!st) return -1;
+        s->stack = st;
+        s->stack_cap = cap;
+    }
+    s->stack[s->stack_len++] = wd;
+    return 0;
+}
+
+static void cannot_list(struct wsync *s, const struct wnode *n, int e)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "cannot list: %s", strerror(e));
+    ws_emit_at(s, IN_Q_OVERFLOW, n, NULL, 0, msg);
+}
+
+/* Open n for listing. Returns the fd, -1 (reported), or -2: the path is gone
+ * or stale (a rename's events will bring its new name). */
+static int open_dir(struct wsync *s, const struct wnode *n)
+{
+    buf_reset(&s->path);
+    if (wtree_path(&s->t, n, NULL, 0, &s->path) < 0 || !buf_cstr(&s->path)) {
+        s->ops->lost(s->ctx);
+        return -1;
+    }
+    /* ROOT itself may be a symlink (followed, as the Python program did);
+     * anything below is never followed. The raw system call: musl's open()
+     * follows O_CLOEXEC with an fcntl for kernels that predate it, one wasted
+     * call per directory. */
+    int dfd = (int)syscall(SYS_openat, AT_FDCWD, s->path.data,
+                           O_RDONLY | O_DIRECTORY | O_CLOEXEC | (n == s->t.root ? 0 : O_NOFOLLOW));
+    if (dfd >= 0) return dfd;
+    int e = errno;
+    if (e == ENOENT || e == ENOTDIR || e == ELOOP) return -2;
+    cannot_list(s, n, e);
+    return -1;
+}
+
+/* One entry `name` of the directory wd (*n, open as dfd). Returns 0 to go on,
+ * 1 when wd itself has been dropped meanwhile (*n is then gone). */
+static int list_entry(struct wsync *s, int dfd, int wd, struct wnode **n, const struct linux_dirent64 *d,
+                      int report)
+{
+    const char *name = d->d_name;
+    size_t len = strlen(name);
+    int isdir = d->d_type == DT_DIR;
+    if (d->d_type == DT_UNKNOWN) {
+        struct stat st;
+        isdir = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+    }
+    if (report) ws_emit_at(s, IN_CREATE | (isdir ? IN_ISDIR : 0), *n, name, len, NULL);
+    if (!isdir || !s->recursive) return 0;
+    unsigned long before = s->removals;
+    int is_new;
+    struct wnode *c = ws_add_dir(s, *n, name, len, &is_new);
+    if (c && is_new && push(s, c->wd) < 0) ws_emit_at(s, IN_Q_OVERFLOW, c, NULL, 0, "cannot list: out of memory");
+    return s->removals != before && !(*n = wtree_by_wd(&s->t, wd));
+}
+
+static int is_dot(const char *name) { return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])); }
+
+/* List one directory: report each entry as IN_CREATE when `report`, and (when
+ * recursive) watch each subdirectory and queue it for listing in turn.
+ * Returns 0, or -1 when its path is gone or stale. */
+static int list_dir(struct wsync *s, int wd, int report)
+{
+    struct wnode *n = wtree_by_wd(&s->t, wd);
+    if (!n) return 0;
+    int dfd = open_dir(s, n);
+    if (dfd < 0) return dfd == -2 ? -1 : 0;
+    while (!s->halted) {
+        long got = syscall(SYS_getdents64, dfd, s->dents, WSYNC_DENTS_BUF);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) cannot_list(s, n, errno);
+        if (got <= 0) break;
+        for (long off = 0; off < got && !s->halted;) {
+            const struct linux_dirent64 *d = (const struct linux_dirent64 *)(s->dents + off);
+            off += d->d_reclen;
+            if (is_dot(d->d_name)) continue;
+            if (list_entry(s, dfd, wd, &n, d, report)) goto out;
+        }
+    }
+out:
+    close(dfd);
+    return 0;
+}
+
+/* List what the stack holds above base, then leave it at base. */
+static void list_stacked(struct wsync *s, size_t base, int report)
+{
+    while (s->stack_len > base && !s->halted) list_dir(s, s->stack[--s->stack_len], report);
+    s->stack_len = base;
+}
+
+/* Watch everything below `top` (already watched). */
+void ws_scan(struct wsync *s, struct wnode *top, int report)
+{
+    size_t base = s->stack_len;
+    if (push(s, top->wd) < 0) {
+        ws_emit_at(s, IN_Q_OVERFLOW, top, NULL, 0, "cannot list: out of memory");
+        return;
+    }
+    list_stacked(s, base, report);
+}
+
+/* The wds of the nodes with `relist` set in top's subtree, into s->relist
+ * (as many as memory allows). Returns how many. */
+static size_t collect_marks(struct wsync *s, struct wnode *top)
+{
+    size_t k = 0;
+    for (struct wnode *n = top; n;) {
+        if (n->relist) {
+            if (k == s->relist_cap) {
+                size_t cap = s->relist_cap ? s->relist_cap * 2 : 16;
+                int *r = realloc(s->relist, cap * sizeof *r);
+                if (!r) break;
+                s->relist = r;
+                s->relist_cap = cap;
+            }
+            s->relist[k++] = n->wd;
+        }
+        /* Pre-order walk of top's subtree without recursion. */
+        if (n->child) {
+            n = n->child;
+            continue;
+        }
+        while (n != top && !n->next) n = n->parent;
+        n = n == top ? NULL : n->next;
+    }
+    return k;
+}
+
+static void set_mark(struct wsync *s, struct wnode *n, int on)
+{
+    n->relist = (unsigned char)on;
+    if (on) s->relist_marks++;
+    else s->relist_marks--;
+}
+
+/* After a rename inside the tree: list again, reporting what they hold, the
+ * directories of the moved subtree where a subdirectory was missed because
+ * its path went stale before the rename's events were read. */
+void ws_relist_renamed(struct wsync *s, struct wnode *top)
+{
+    if (!s->relist_marks) return;
+    size_t k = collect_marks(s, top);
+    for (size_t i = 0; i < k && !s->halted; i++) {
+        struct wnode *n = wtree_by_wd(&s->t, s->relist[i]);
+        if (!n || !n->relist) continue;
+        set_mark(s, n, 0);
+        size_t base = s->stack_len;
+        if (list_dir(s, n->wd, 1) < 0) {
+            /* Still stale: renamed again; the next rename's events retry. */
+            if ((n = wtree_by_wd(&s->t, s->relist[i])) && !n->relist) set_mark(s, n, 1);
+            continue;
+        }
+        /* list_dir queued the new subdirectories: list them too. */
+        list_stacked(s, base, 1);
+    }
+}

@@ -1,0 +1,72 @@
+/*
+ * wsync.h - the watched tree, kept in step with the kernel: a service any
+ * front-end (the `watch` mode, `serve`'s WatchDir) drives from the event loop.
+ *
+ * It watches ROOT and (recursive) every directory below it with one inotify
+ * fd, watches each directory that appears (created or moved in) at once and
+ * reports what it already holds as IN_CREATE, follows renames inside the tree,
+ * forgets directories that leave it, and after a queue overflow starts over
+ * with a fresh fd. Each event reaches the front-end as (mask, absolute path,
+ * optional error) through the ops it supplies: how, when and where that is
+ * written is the front-end's business. Never forks, never touches anything
+ * under ROOT.
+ *
+ * Bounds owned here: WSYNC_READ_BUF bytes of events per read, WSYNC_MAX_NODES
+ * directories, WSYNC_PATH_MAX bytes of one path (a longer one is `lost`). The
+ * output buffer and its bound belong to the front-end.
+ */
+#ifndef SA_WSYNC_H
+#define SA_WSYNC_H
+
+#include <ev.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WSYNC_READ_BUF (256 * 1024)
+#define WSYNC_MAX_NODES (1u << 22)
+#define WSYNC_PATH_MAX (16u * 1024 * 1024)
+
+enum wsync_end {
+    WSYNC_ROOT_GONE, /* ROOT was deleted or moved, or cannot be watched again */
+    WSYNC_FAILED,    /* reading the inotify fd failed */
+};
+
+struct wsync_ops {
+    /* One event: mask is the raw inotify mask (IN_ISDIR included); path is
+     * len bytes, joined from ROOT as given. mask IN_Q_OVERFLOW means events
+     * were lost (path ROOT, error NULL: the client must re-list) or, with an
+     * error text, that `path` could not be watched or listed. */
+    void (*event)(void *ctx, uint32_t mask, const char *path, size_t len, const char *error);
+    /* An event could not be delivered: its path passed WSYNC_PATH_MAX. */
+    void (*lost)(void *ctx);
+    /* on 1: the tree is being rebuilt after an overflow; on 0: every watch is
+     * in place again. Between the two only errors of the re-walk arrive, and
+     * the front-end should hold them (and the overflow before them) back. */
+    void (*settling)(void *ctx, int on);
+    /* The queue has been read as far as one wake-up goes: a good time to write. */
+    void (*drained)(void *ctx);
+    /* The watch cannot go on (msg says why); the service has halted. Comes
+     * after, for WSYNC_ROOT_GONE, an IN_Q_OVERFLOW event for ROOT with msg. */
+    void (*end)(void *ctx, enum wsync_end why, const char *msg);
+};
+
+struct wsync;
+
+/* A service for ROOT (copied) and, when recursive, every directory below it.
+ * Nothing is watched yet. Returns NULL with a message in err (ERR_LEN bytes). */
+struct wsync *wsync_new(const char *root, int recursive, const struct wsync_ops *ops, void *ctx, char *err);
+/* Once: watch ROOT and everything below it now. When this returns 0 every
+ * directory is watched (what could not be was reported through ops->event)
+ * and events are read from `loop`. Returns -1 when ROOT itself cannot be
+ * watched, with the reason (strerror's text, no path: ROOT may be longer than
+ * ERR_LEN) in err. */
+int wsync_start(struct wsync *s, struct ev_loop *loop, char *err);
+/* Handle what the kernel has queued now, without waiting. */
+void wsync_drain(struct wsync *s);
+/* Handle nothing more (safe from inside any op; the current step unwinds). */
+void wsync_halt(struct wsync *s);
+/* Stop reading, close the fd, free everything. NULL is fine. */
+void wsync_free(struct wsync *s);
+
+#endif
