@@ -479,7 +479,8 @@ int exec_main(int argc, char **argv)
         shell_free(sh);
         return 1;
     }
-    struct spawn_opts so = {cmd, 1, -1, -1, po[1], pe[1], o.cwd};
+    struct spawn_opts so = {.argv = cmd, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = -1,
+                            .stdout_fd = po[1], .stderr_fd = pe[1], .cwd = o.cwd};
     int exec_errno;
     clock_gettime(CLOCK_MONOTONIC, &st.start);
     st.pid = spawn_child(&so, &exec_errno, err);
