@@ -20,6 +20,9 @@
  * switch without root, ESHUTDOWN the table is shutting down, ESRCH the
  * process is not running, ENOTTY no pty, EPIPE no stdin (off or closed),
  * ENOSPC the input queue is full; anything else is the system's.
+ *
+ * The agent must ignore SIGPIPE (sig_ignore_pipe): input to a child that
+ * closed its stdin fails with EPIPE instead.
  */
 #ifndef SA_PROC_PROC_H
 #define SA_PROC_PROC_H
