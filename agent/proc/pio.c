@@ -244,7 +244,10 @@ static void finish(struct proc *p)
     p->ended = 1;
     ev_timer_stop(loop, &p->drain);
     ev_timer_stop(loop, &p->deadline);
-    for (int i = 0; i < PROC_CHANS; i++) chan_close(p, &p->ch[i]);
+    for (int i = 0; i < PROC_CHANS; i++) {
+        chan_close(p, &p->ch[i]);
+        ring_shrink(&p->ch[i].ring); /* kept for a long time: no slack */
+    }
     input_close(p);
     /* A stop under way goes on while the group outlives its leader. */
     if (p->stop.armed && stop_group_gone(p->pid)) stop_cancel(loop, &p->stop);

@@ -45,12 +45,10 @@ static void get_at(const char *data, size_t cap, uint64_t off, char *dst, size_t
     memcpy(dst + first, data, n - first);
 }
 
-/* Make cap at least want (<= max). Returns 0, or -1 with the ring as it was. */
-static int ring_grow(struct ring *r, size_t want)
+/* Move the retained bytes into a buffer of exactly cap bytes (>= retained,
+ * > 0). Returns 0, or -1 with the ring as it was. */
+static int ring_move(struct ring *r, size_t cap)
 {
-    size_t cap = r->cap ? r->cap : RING_FIRST;
-    while (cap < want && cap <= r->max / 2) cap *= 2;
-    if (cap < want || cap > r->max) cap = r->max;
     char *data = malloc(cap);
     if (!data) return -1;
     size_t kept = (size_t)(r->end - r->start);
@@ -65,6 +63,26 @@ static int ring_grow(struct ring *r, size_t want)
     r->data = data;
     r->cap = cap;
     return 0;
+}
+
+/* Make cap at least want (<= max), doubling. Returns 0, or -1. */
+static int ring_grow(struct ring *r, size_t want)
+{
+    size_t cap = r->cap ? r->cap : RING_FIRST;
+    while (cap < want && cap <= r->max / 2) cap *= 2;
+    if (cap < want || cap > r->max) cap = r->max;
+    return ring_move(r, cap);
+}
+
+void ring_shrink(struct ring *r)
+{
+    size_t kept = (size_t)(r->end - r->start);
+    if (kept == r->cap) return;
+    if (kept == 0) {
+        ring_free(r);
+        return;
+    }
+    ring_move(r, kept); /* on failure the ring just stays larger */
 }
 
 int ring_write(struct ring *r, const void *p, size_t n)

@@ -32,6 +32,10 @@ void ring_free(struct ring *r);
  * missing (the bytes that did not fit were dropped, the ring is sound). */
 int ring_write(struct ring *r, const void *p, size_t n);
 
+/* Give back the memory beyond the retained bytes (for a ring nothing will
+ * be written to: a finished process's). Writing later still works. */
+void ring_shrink(struct ring *r);
+
 /* Copy up to max bytes from absolute *offset into dst and advance *offset
  * past them; returns how many (0 at the live end, or when *offset is past
  * it: a reader ahead waits for that byte). An *offset older than the oldest

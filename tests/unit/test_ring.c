@@ -1,7 +1,7 @@
 /*
  * test_ring.c - the retention ring (agent/proc/ring.h): absolute offsets,
  * wrapping, the jump of a reader that fell behind, the live end, offsets past
- * 2^32, a ring that keeps nothing, lazy growth.
+ * 2^32, a ring that keeps nothing, lazy growth, shrinking.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -195,6 +195,41 @@ static void test_grows_lazily_and_keeps_order(void **st)
     ring_free(&r);
 }
 
+static void test_shrink_keeps_the_bytes(void **st)
+{
+    (void)st;
+    struct ring r;
+    static char big[5000], out[5000];
+    for (size_t i = 0; i < sizeof big; i++) big[i] = (char)('a' + i % 26);
+    ring_init(&r, 1 << 20);
+    assert_int_equal(ring_write(&r, big, sizeof big), 0);
+    assert_int_equal(r.cap, 8192);
+    ring_shrink(&r);
+    assert_int_equal(r.cap, 5000);
+    uint64_t off = 0, skipped;
+    assert_int_equal(ring_read(&r, &off, out, sizeof out, &skipped), 5000);
+    assert_memory_equal(out, big, 5000);
+    /* Still writable: it grows again, offsets unchanged. */
+    assert_int_equal(ring_write(&r, "xyz", 3), 0);
+    off = 4998;
+    assert_string_equal(read_all(&r, &off, &skipped), "ghxyz");
+    ring_free(&r);
+
+    /* A full wrapped ring has no slack; an empty one gives everything back. */
+    ring_init(&r, 8);
+    assert_int_equal(ring_write(&r, "0123456789", 10), 0);
+    ring_shrink(&r);
+    assert_int_equal(r.cap, 8);
+    off = 0;
+    assert_string_equal(read_all(&r, &off, &skipped), "23456789");
+    ring_free(&r);
+    ring_init(&r, 0);
+    assert_int_equal(ring_write(&r, "abc", 3), 0);
+    ring_shrink(&r);
+    assert_null(r.data);
+    ring_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_offsets_past_4g),
         cmocka_unit_test(test_cap_zero_counts_only),
         cmocka_unit_test(test_grows_lazily_and_keeps_order),
+        cmocka_unit_test(test_shrink_keeps_the_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
