@@ -2,9 +2,10 @@
 """Check that #include lines run one way: agent/main.c -> modes -> services -> core.
 
   core      agent/core/        includes only the core
-  service   agent/files/, inotify/tree/
+  service   agent/files/, inotify/tree/, agent/proc/
                                the core and its own folder (what several modes
-                               use beyond the core: file operations, the watched tree)
+                               use beyond the core: file operations, the watched tree,
+                               the process table)
   mode      one folder each    the core, the services and its own folder, never
                                another mode
   dispatch  agent/main.c       the modes' entry headers and the core
@@ -18,7 +19,7 @@ import re
 import sys
 
 CORE = "agent/core"
-SERVICES = ["agent/files", "inotify/tree"]
+SERVICES = ["agent/files", "inotify/tree", "agent/proc"]
 MODES = ["agent/fs", "agent/mcp", "agent/session", "agent/serve", "runner/run", "runner/exec",
          "inotify/watch"]
 DISPATCH = "agent/main.c"

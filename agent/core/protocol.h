@@ -66,6 +66,11 @@
 #define WEBHOOK_BUDGET_SECONDS 10.0
 #define MCP_STATUS_PATH "/snowflake/mcp/status.json"
 
+/* serve: output kept per channel of each process, and finished processes kept. */
+#define ENV_RETAIN_BYTES "SANDBOX_AGENT_RETAIN_BYTES"
+#define DEFAULT_RETAIN_BYTES (8u * 1024u * 1024u)
+#define DEFAULT_KEEP_FINISHED 1024
+
 /* Job status words. */
 #define STATUS_SUCCEEDED "succeeded"
 #define STATUS_FAILED "failed"

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <grp.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -87,7 +89,8 @@ static void child_setup_and_exec(const struct spawn_opts *o, int errfd)
 {
     int e;
 
-    if (o->new_pgrp) setpgid(0, 0);
+    if (o->new_session) setsid();
+    else if (o->new_pgrp) setpgid(0, 0);
     /* Still fully blocked here, so SIGTTOU cannot stop us while a background
      * group takes the terminal. */
     if (o->tty_fd >= 0) tcsetpgrp(o->tty_fd, getpgrp());
@@ -97,8 +100,12 @@ static void child_setup_and_exec(const struct spawn_opts *o, int errfd)
     if (o->stdin_fd >= 0 && dup2(o->stdin_fd, 0) < 0) goto fail;
     if (o->stdout_fd >= 0 && dup2(o->stdout_fd, 1) < 0) goto fail;
     if (o->stderr_fd >= 0 && dup2(o->stderr_fd, 2) < 0) goto fail;
+    if (o->new_session && o->ctty && ioctl(0, TIOCSCTTY, 0) < 0) goto fail;
+    if (o->set_ids && (setgroups(o->ngroups, o->groups) < 0 || setgid(o->gid) < 0 || setuid(o->uid) < 0))
+        goto fail;
     if (o->cwd && chdir(o->cwd) < 0) goto fail;
-    execvp(o->argv[0], o->argv);
+    if (o->envp) execvpe(o->argv[0], o->argv, o->envp);
+    else execvp(o->argv[0], o->argv);
 fail:
     e = errno;
     write_all_raw(errfd, &e, sizeof e);
@@ -136,8 +143,9 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
         err_set(err, "fork: %s", strerror(fork_errno));
         return -1;
     }
-    /* Both sides set the group, so it exists before either relies on it. */
-    if (o->new_pgrp) setpgid(pid, pid);
+    /* Both sides set the group, so it exists before either relies on it.
+     * Not for a new session: setsid fails in a group leader. */
+    if (o->new_pgrp && !o->new_session) setpgid(pid, pid);
     for (;;) {
         int e;
         ssize_t r = read(pfd[0], &e, sizeof e);

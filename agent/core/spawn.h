@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Callers use designated initialisers: every field left out is 0 (off), but
+ * the fd fields mean "inherit" only at -1, so name those. */
 struct spawn_opts {
     char *const *argv;  /* argv[0] is searched in PATH as execvp does */
     int new_pgrp;       /* child leads a new process group */
@@ -22,19 +24,29 @@ struct spawn_opts {
     int stdout_fd;      /* >= 0: becomes the child's fd 1; -1 inherits */
     int stderr_fd;      /* >= 0: becomes the child's fd 2; -1 inherits */
     const char *cwd;    /* NULL: the agent's */
+    char *const *envp;  /* NULL: the agent's environment (PATH search uses the agent's either way) */
+    int new_session;    /* child leads a new session (and so a new group; new_pgrp is then moot) */
+    int ctty;           /* with new_session: the child's fd 0, a terminal, becomes its controlling one */
+    int set_ids;        /* switch to uid/gid/groups before exec (needs privilege) */
+    uid_t uid;
+    gid_t gid;
+    const gid_t *groups; /* supplementary groups, ngroups of them */
+    size_t ngroups;
 };
 
 /*
  * Fork and exec. Returns the pid (> 0) when the child started, whether or not
  * exec succeeded: *exec_errno is 0 when it did, else the errno of execvp, and
  * the child has then exited with 127 (ENOENT) or 126 (anything else), as a
- * shell would. Returns -1 with a message in err (ERR_LEN bytes) when no child
- * could be made.
+ * shell would. A failed chdir, setgroups/setgid/setuid or TIOCSCTTY is
+ * reported the same way (its errno, exit 126 or 127). Returns -1 with a
+ * message in err (ERR_LEN bytes) when no child could be made.
  */
 pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err);
 
 /* fork() for a helper that runs our own code (no exec): the child starts
- * with default signal dispositions and an empty mask, as after spawn_child.
+ * with default signal dispositions and an empty mask (a spawn_child child
+ * gets the agent's start-up signal state instead: sig_child_restore).
  * Returns as fork() does. */
 pid_t spawn_fork(int new_pgrp);
 

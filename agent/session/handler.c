@@ -169,7 +169,8 @@ int handler_start(struct handler *h, int *exec_errno, char *err)
     }
     /* Its own process group: shutdown signals reach what it started too.
      * No terminal: a daemon's handler is never in the foreground. */
-    struct spawn_opts so = {h->argv, 1, -1, in[0], out[1], -1, NULL};
+    struct spawn_opts so = {.argv = h->argv, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = in[0],
+                            .stdout_fd = out[1], .stderr_fd = -1, .cwd = NULL};
     pid_t pid = spawn_child(&so, exec_errno, err);
     close(in[0]);
     close(out[1]);

@@ -76,7 +76,7 @@ static void note_exec_error(struct exec_cmd *c, const char *cmd, int exec_errno)
     char msg[EXEC_REASON_MAX];
     int n = snprintf(msg, sizeof msg, SA_NAME ": exec: cannot run '%s': %s\n", cmd,
                      spawn_exec_reason(exec_errno));
-    if (n > 0) ring_put(&c->err.ring, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    if (n > 0) ring_write(&c->err.ring, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
 void exec_cmd_init(struct exec_cmd *c, const struct exec_spec *spec)
@@ -95,7 +95,8 @@ void exec_cmd_init(struct exec_cmd *c, const struct exec_spec *spec)
 int exec_cmd_start(struct ev_loop *loop, struct exec_cmd *c, const struct exec_spec *spec, char *err)
 {
     if (exec_stream_open(&c->out, err) < 0 || exec_stream_open(&c->err, err) < 0) return -1;
-    struct spawn_opts so = {spec->argv, 1, -1, -1, c->out.wfd, c->err.wfd, spec->cwd};
+    struct spawn_opts so = {.argv = spec->argv, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = -1,
+                            .stdout_fd = c->out.wfd, .stderr_fd = c->err.wfd, .cwd = spec->cwd};
     int exec_errno;
     char serr[ERR_LEN];
     clock_gettime(CLOCK_MONOTONIC, &c->start);

@@ -61,7 +61,7 @@ static void stream_read(struct ev_loop *loop, struct exec_stream *s, size_t limi
             stream_close(loop, s);
             return;
         }
-        if (ring_put(&s->ring, chunk, (size_t)r) < 0) s->oom = 1;
+        if (ring_write(&s->ring, chunk, (size_t)r) < 0) s->oom = 1;
         got += (size_t)r;
         if (limit == 0 && got >= READ_TURN) return;
     }

@@ -11,7 +11,7 @@
 #ifndef SA_EXEC_STREAMS_H
 #define SA_EXEC_STREAMS_H
 
-#include "runner/exec/ring.h"
+#include "agent/core/ring.h"
 
 #include <ev.h>
 

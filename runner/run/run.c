@@ -255,7 +255,8 @@ static int run_start(struct run_state *st)
      * Ctrl-C and job control reach it, as in a shell. */
     int tty_fd = (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp()) ? STDIN_FILENO : -1;
 
-    struct spawn_opts so = {st->cmd, 1, tty_fd, -1, st->relaying ? pipefd[1] : -1, -1, NULL};
+    struct spawn_opts so = {.argv = st->cmd, .new_pgrp = 1, .tty_fd = tty_fd, .stdin_fd = -1,
+                            .stdout_fd = st->relaying ? pipefd[1] : -1, .stderr_fd = -1, .cwd = NULL};
     st->child = spawn_child(&so, &st->exec_errno, err);
     if (st->relaying) close(pipefd[1]);
     if (st->child < 0) {

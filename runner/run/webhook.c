@@ -284,7 +284,8 @@ static pid_t start_curl(const char *url, const char *body, size_t n, double budg
     char *argv[] = {"curl", "--silent", "--show-error", "--fail", "--max-time", maxtime,
                     "--output", "/dev/null", "--header", "Content-Type: application/json",
                     "--data-binary", "@-", "--", (char *)url, NULL};
-    struct spawn_opts o = {argv, 1, -1, fd, -1, -1, NULL};
+    struct spawn_opts o = {.argv = argv, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = fd,
+                           .stdout_fd = -1, .stderr_fd = -1, .cwd = NULL};
     pid_t pid = spawn_child(&o, &exec_errno, err);
     close(fd);
     if (pid < 0) {

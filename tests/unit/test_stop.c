@@ -59,7 +59,7 @@ static void on_bound(struct ev_loop *loop, ev_timer *w, int revents)
 static pid_t start(struct run *r, const char *script)
 {
     char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
-    struct spawn_opts o = {argv, 1, -1, -1, -1, -1, NULL};
+    struct spawn_opts o = {.argv = argv, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
     int exec_errno;
     char err[256];
     static int reaper_started;

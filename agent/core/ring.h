@@ -1,0 +1,56 @@
+/*
+ * ring.h - the last `max` bytes of a stream, addressed by ABSOLUTE byte
+ * offsets (offset 0 is the first byte ever written), so a reader can say
+ * where it is and see a gap as a jump. What `exec --max-output-bytes` keeps
+ * of each stream, and the retention of each output channel of a process in
+ * agent/proc (README "serve": retention).
+ *
+ * Owns its memory, which grows by doubling as output arrives (a quiet
+ * process costs nothing) up to `max`, and then wraps. When growing fails the
+ * ring keeps working at its current size, retaining less. No I/O, no loop:
+ * unit-tested on its own (tests/unit/test_ring.c).
+ */
+#ifndef SA_RING_H
+#define SA_RING_H
+
+#include "agent/core/buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ring {
+    char *data;
+    size_t cap;      /* allocated bytes, <= max */
+    size_t max;      /* retention bound */
+    uint64_t start;  /* absolute offset of the oldest retained byte */
+    uint64_t end;    /* absolute offset just past the newest byte: all bytes ever written */
+};
+
+/* An empty ring keeping at most max bytes (0: keeps nothing, counts all). */
+void ring_init(struct ring *r, size_t max);
+void ring_free(struct ring *r);
+
+/* Append p[0..n); the oldest bytes go once max is reached. Every byte is
+ * counted in `end` either way. Returns 0, or -1 when memory to grow was
+ * missing (the bytes that did not fit were dropped, the ring is sound). */
+int ring_write(struct ring *r, const void *p, size_t n);
+
+/* Give back the memory beyond the retained bytes (for a ring nothing will
+ * be written to: a finished process's). Writing later still works. */
+void ring_shrink(struct ring *r);
+
+/* Copy up to max bytes from absolute *offset into dst and advance *offset
+ * past them; returns how many (0 at the live end, or when *offset is past
+ * it: a reader ahead waits for that byte). An *offset older than the oldest
+ * retained byte first jumps to the oldest: *skipped (may be NULL) gets how
+ * many bytes were jumped over (0 when none), for the caller to log. */
+size_t ring_read(const struct ring *r, uint64_t *offset, char *dst, size_t max, uint64_t *skipped);
+
+/* 1 when bytes were dropped: more were written than are kept. */
+int ring_truncated(const struct ring *r);
+
+/* Append the kept bytes, oldest first, to b as one JSON string (invalid
+ * UTF-8 as U+FFFD, see jsonw.h). Returns 0, or -1 (memory, or b's bound). */
+int ring_json(struct buf *b, const struct ring *r);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * pimpl.h - inside the process table (agent/proc only): the record and the
+ * table, and how the three parts meet: proc.c (the table: start, lookups,
+ * keeping and dropping records, signals, shutdown), plaunch.c (making the
+ * child: environment, working directory, user, pipes or pty, spawn) and
+ * pio.c (the child's fds: output into the rings, the input queue, the end).
+ */
+#ifndef SA_PROC_PIMPL_H
+#define SA_PROC_PIMPL_H
+
+#include "agent/core/buf.h"
+#include "agent/core/hash.h"
+#include "agent/core/spawn.h"
+#include "agent/core/stop.h"
+#include "agent/proc/proc.h"
+#include "agent/core/ring.h"
+
+struct pchan {
+    ev_io w;
+    int fd;             /* our end; -1 once closed (or never opened) */
+    int used;           /* the process has this channel */
+    struct ring ring;
+    struct proc *p;
+};
+
+struct proc {
+    struct hnode by_pid, by_tag;
+    int pid_indexed;    /* in t->pids (a newer record with the same pid takes it over) */
+    struct proc *prev, *next;   /* every record, in start order */
+    struct proc *fprev, *fnext; /* finished records, oldest first */
+    struct proc_table *t;
+
+    pid_t pid;
+    char *tag;
+    char **argv, **envs, *cwd;  /* as asked, for List */
+    int pty;
+
+    struct pchan ch[PROC_CHANS];
+    int in_fd;          /* stdin pipe or a dup of the pty master; -1: none or closed */
+    int in_close;       /* close in_fd once the queue is written */
+    ev_io in_w;
+    struct buf inq;     /* pending input, at most PROC_INPUT_MAX */
+    size_t inq_off;     /* bytes of inq already written */
+
+    struct reaper_watch rw;
+    struct stop stop;
+    ev_timer deadline;  /* the request's timeout */
+    ev_timer drain;     /* the output's last moments after the leader exited */
+    int exec_errno;
+    int leader_exited, status;
+    int ended;
+    int kept;           /* in the finished list */
+    uint64_t seq;       /* start order */
+    struct proc_end end;
+    struct proc_sub *subs;
+};
+
+struct proc_table {
+    struct ev_loop *loop;
+    struct proc_table_opts o;
+    struct htab pids, tags;
+    struct proc *first, *last;
+    struct proc *ffirst, *flast;
+    size_t nfinished, nrunning;
+    uint64_t seq;       /* records started */
+    int shutting;
+};
+
+/* plaunch.c: fill p's pid, exec_errno, channel fds and in_fd from s.
+ * Returns 0, or -1 with err and errno (nothing left open). */
+int plaunch(struct proc *p, const struct proc_start *s, char *err);
+
+/* pio.c */
+/* Watch the exit, the fds and the timeout (> 0: seconds), right after the spawn. */
+void pio_start(struct proc *p, double timeout);
+void pio_release(struct proc *p);          /* stop every watcher, close every fd, free the rings */
+void pio_notify(struct proc *p);           /* tell the subscribers something is ready */
+int pio_input(struct proc *p, const void *data, size_t n, char *err);
+int pio_close_input(struct proc *p);
+
+/* proc.c: p's end became final (after its subscribers were told). */
+void proc_finished(struct proc *p);
+
+#endif

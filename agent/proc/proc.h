@@ -1,0 +1,152 @@
+/*
+ * proc.h - the process table of `serve` (README "serve": processes): every
+ * process a Start made, running or finished, with its config, its output
+ * kept in retention rings, its input queue and its end.
+ *
+ * Owns the children it starts (each leads its own process group; with a pty
+ * its own session, the pty as controlling terminal and fds 0-2), their pipes
+ * and pty masters, their timeouts (TERM, grace, KILL through stop.h) and
+ * their records: a finished process is kept, its end and rings readable,
+ * until more than keep_finished are kept (oldest dropped first). Knows
+ * nothing of HTTP, JSON or base64.
+ *
+ * Never pushes data: a subscriber (an open Start or Connect stream) is told
+ * "something is ready" and pulls with proc_read at its own pace, from its own
+ * absolute offset; one that fell a whole ring behind jumps to the oldest
+ * byte kept. Closing a subscriber never touches the process.
+ *
+ * Errors follow err.h, and errno says which kind (for the caller's error
+ * codes): EINVAL a bad request, EEXIST a tag already running, EPERM a user
+ * switch without root, ESHUTDOWN the table is shutting down, ESRCH the
+ * process is not running, ENOTTY no pty, EPIPE no stdin (off or closed),
+ * ENOSPC the input queue is full; anything else is the system's.
+ *
+ * The agent must ignore SIGPIPE (sig_ignore_pipe): input to a child that
+ * closed its stdin fails with EPIPE instead.
+ */
+#ifndef SA_PROC_PROC_H
+#define SA_PROC_PROC_H
+
+#include "agent/proc/pstatus.h"
+#include "agent/proc/user.h"
+
+#include <ev.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Input queued for one process and not yet taken by it: a SendInput that
+ * would pass this is refused (ENOSPC), the queue never grows past it. Room
+ * for any one unary request body. */
+#define PROC_INPUT_MAX (16u << 20)
+/* After the leader exited, its output pipes are read for at most this long
+ * (a background child may hold them open forever). */
+#define PROC_DRAIN_SECONDS 0.1
+/* The largest SANDBOX_AGENT_RETAIN_BYTES accepted. */
+#define PROC_RETAIN_MAX (1ull << 30)
+
+enum proc_chan { PROC_STDOUT = 0, PROC_STDERR = 1, PROC_PTY = 2, PROC_CHANS = 3 };
+
+struct proc;
+struct proc_table;
+
+struct proc_table_opts {
+    size_t retain;              /* bytes kept per channel */
+    size_t keep_finished;       /* finished processes kept */
+    double grace;               /* a timeout's or shutdown's TERM is followed by KILL after this */
+    char *const *base_env;      /* every child's environment before its own; NULL: the agent's */
+    void (*on_end)(struct proc *p, void *ctx); /* after each end is final (may be NULL) */
+    void *ctx;
+};
+
+/* The defaults (DEFAULT_RETAIN_BYTES, DEFAULT_KEEP_FINISHED,
+ * DEFAULT_GRACE_SECONDS) with SANDBOX_AGENT_RETAIN_BYTES read from the
+ * environment. Returns 0, or -1 with a message in err for a bad value. */
+int proc_table_opts_env(struct proc_table_opts *o, char *err);
+
+struct proc_table *proc_table_new(struct ev_loop *loop, const struct proc_table_opts *o, char *err);
+/* Frees every record, closing what is open; running children are left to run
+ * (call proc_table_shutdown first and wait for their ends). */
+void proc_table_free(struct proc_table *t);
+
+struct proc_start {
+    char *const *argv;          /* argv[0]: the command, searched in PATH; NULL-terminated */
+    char *const *envs;          /* "NAME=VALUE" set on top (later wins); NULL-terminated or NULL */
+    const char *cwd;            /* NULL or "": the user's home; "~", "~/x", relative: from the home */
+    const char *tag;            /* NULL: none; unique among running processes */
+    const struct user_info *user; /* NULL: as the agent, without login variables */
+    int stdin_pipe;             /* 1: a pipe fed by proc_send_input; 0: /dev/null (ignored with a pty) */
+    int pty;                    /* 1: on a new pty of cols x rows */
+    unsigned short cols, rows;
+    double timeout;             /* > 0: seconds until the group is stopped */
+};
+
+/* Start a process. A command that cannot be executed still gets its record
+ * (and pid), and ends with 127 or 126. Returns the record, or NULL with a
+ * message in err and errno set. */
+struct proc *proc_start(struct proc_table *t, const struct proc_start *s, char *err);
+
+/* Lookups prefer the running process, else the most recently started. */
+struct proc *proc_by_pid(struct proc_table *t, pid_t pid);
+struct proc *proc_by_tag(struct proc_table *t, const char *tag);
+/* Every record in start order (List). */
+struct proc *proc_first(struct proc_table *t);
+struct proc *proc_next(struct proc *p);
+size_t proc_table_running(const struct proc_table *t);
+
+pid_t proc_pid(const struct proc *p);
+const char *proc_tag(const struct proc *p);          /* NULL: none */
+char *const *proc_argv(const struct proc *p);
+char *const *proc_envs(const struct proc *p);        /* as asked ("NAME=VALUE"); never NULL */
+const char *proc_cwd(const struct proc *p);          /* as asked; NULL when none was */
+int proc_has_pty(const struct proc *p);
+int proc_running(const struct proc *p);              /* its end is not final yet */
+/* The end, once final; NULL before. */
+const struct proc_end *proc_end(const struct proc *p);
+
+/* Output: the channels are PROC_STDOUT and PROC_STDERR, or PROC_PTY alone
+ * with a pty. As ring_read: up to max bytes from *offset, 0 at the live end,
+ * *skipped (may be NULL) the bytes jumped over when *offset was older than
+ * the oldest kept. */
+size_t proc_read(const struct proc *p, enum proc_chan ch, uint64_t *offset, char *dst, size_t max,
+                 uint64_t *skipped);
+/* The absolute offset just past the newest byte of ch. */
+uint64_t proc_read_end(const struct proc *p, enum proc_chan ch);
+int proc_has_chan(const struct proc *p, enum proc_chan ch);
+
+/* Queue input for stdin (to_pty 0) or the pty (to_pty 1); written as the
+ * child takes it, never blocking. Returns 0, or -1 (err, errno). */
+int proc_send_input(struct proc *p, int to_pty, const void *data, size_t n, char *err);
+/* EOF to the child's stdin once the queued input is written. */
+int proc_close_stdin(struct proc *p, char *err);
+/* sig to the process group. */
+int proc_signal(struct proc *p, int sig, char *err);
+/* New pty size: TIOCSWINSZ and SIGWINCH to the group. */
+int proc_resize(struct proc *p, unsigned short cols, unsigned short rows, char *err);
+
+struct proc_sub;
+/* Called when p has new output or its end became final. It may call
+ * proc_unsubscribe on its own sub, nothing else of the table. */
+typedef void (*proc_ready_fn)(struct proc_sub *s, void *ctx);
+struct proc_sub {
+    struct proc_sub *prev, *next;
+    struct proc *p;
+    proc_ready_fn fn;
+    void *ctx;
+};
+/* Register s (the caller's memory) on p. A record is never dropped while it
+ * has subscribers. */
+void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *ctx);
+/* Unregister; the record may be dropped right away (finished, over the
+ * cap): do not use s->p after this. Never signals the process. */
+void proc_unsubscribe(struct proc_sub *s);
+
+/* Drop a finished record now (its end was read). No-op for a running one or
+ * one with subscribers. */
+void proc_forget(struct proc *p);
+
+/* Stop every running group: TERM now, KILL after grace; refuse new starts.
+ * Each end is reported as usual; proc_table_running() reaches 0. */
+void proc_table_shutdown(struct proc_table *t, double grace);
+
+#endif

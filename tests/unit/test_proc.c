@@ -1,0 +1,585 @@
+/*
+ * test_proc.c - the process table (agent/proc/proc.h) with a real event loop
+ * and real children: exit codes and status texts, both channels, signal
+ * deaths, commands that cannot run, a pty (controlling terminal, resize),
+ * stdin piping and its bound, timeouts that stop a whole group, the bounded
+ * drain past a background child, tags, subscribers and the slow reader, the
+ * finished cap, users, environment and cwd, shutdown.
+ *
+ * Every wait runs the loop until a condition holds, bounded by a timer;
+ * nothing sleeps.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "agent/core/err.h"
+#include "agent/core/sig.h"
+#include "agent/core/spawn.h"
+#include "agent/core/stop.h"
+#include "agent/proc/proc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BOUND 10.0 /* seconds any wait may take before the test fails */
+
+static struct ev_loop *loop;
+static int ends;
+
+static void on_end(struct proc *p, void *ctx)
+{
+    (void)p;
+    (void)ctx;
+    ends++;
+}
+
+static struct proc_table *table(size_t retain, size_t keep, char *const *base_env)
+{
+    struct proc_table_opts o = {.retain = retain, .keep_finished = keep, .grace = 0.3, .base_env = base_env,
+                                .on_end = on_end};
+    char err[ERR_LEN];
+    struct proc_table *t = proc_table_new(loop, &o, err);
+    assert_non_null(t);
+    return t;
+}
+
+static void on_guard(struct ev_loop *l, ev_timer *w, int revents)
+{
+    (void)l;
+    (void)revents;
+    *(int *)w->data = 1;
+}
+
+static void on_tick(struct ev_loop *l, ev_timer *w, int revents)
+{
+    (void)l;
+    (void)w;
+    (void)revents;
+}
+
+/* Run the loop until cond(ctx) holds; fails the test after BOUND seconds. A
+ * tick re-checks conditions on state outside the loop (a process group). */
+static void run_until(int (*cond)(void *), void *ctx)
+{
+    int fired = 0;
+    ev_timer guard, tick;
+    ev_timer_init(&guard, on_guard, BOUND, 0.);
+    guard.data = &fired;
+    ev_timer_init(&tick, on_tick, 0.01, 0.01);
+    ev_timer_start(loop, &guard);
+    ev_timer_start(loop, &tick);
+    while (!cond(ctx) && !fired) ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &guard);
+    ev_timer_stop(loop, &tick);
+    assert_false(fired);
+}
+
+static int has_ended(void *p) { return proc_end(p) != NULL; }
+static void wait_end(struct proc *p) { run_until(has_ended, p); }
+
+/* Everything retained on ch, from offset 0, as a string. */
+static const char *output(struct proc *p, enum proc_chan ch)
+{
+    static char out[1 << 16];
+    uint64_t off = 0;
+    size_t len = 0, n;
+    while ((n = proc_read(p, ch, &off, out + len, sizeof out - 1 - len, NULL)) > 0) len += n;
+    out[len] = '\0';
+    return out;
+}
+
+struct want_output {
+    struct proc *p;
+    enum proc_chan ch;
+    const char *text;
+};
+
+static int has_output(void *ctx)
+{
+    struct want_output *w = ctx;
+    return strstr(output(w->p, w->ch), w->text) != NULL;
+}
+
+static void wait_output(struct proc *p, enum proc_chan ch, const char *text)
+{
+    struct want_output w = {p, ch, text};
+    run_until(has_output, &w);
+}
+
+static struct proc *start(struct proc_table *t, struct proc_start *s)
+{
+    char err[ERR_LEN];
+    struct proc *p = proc_start(t, s, err);
+    if (!p) fail_msg("proc_start: %s", err);
+    return p;
+}
+
+static struct proc *start_sh(struct proc_table *t, const char *script)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+    struct proc_start s = {.argv = argv};
+    return start(t, &s);
+}
+
+static void test_exit_code_and_both_channels(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(1 << 20, 16, NULL);
+    int before = ends;
+    struct proc *p = start_sh(t, "echo hi; echo err >&2; exit 3");
+    assert_true(proc_running(p));
+    assert_ptr_equal(proc_by_pid(t, proc_pid(p)), p);
+    wait_end(p);
+    assert_int_equal(ends, before + 1);
+    assert_string_equal(output(p, PROC_STDOUT), "hi\n");
+    assert_string_equal(output(p, PROC_STDERR), "err\n");
+    assert_false(proc_has_chan(p, PROC_PTY));
+    const struct proc_end *e = proc_end(p);
+    assert_int_equal(e->exit_code, 3);
+    assert_int_equal(e->exited, 1);
+    assert_string_equal(e->status, "exit status 3");
+    assert_string_equal(e->error, "exit status 3");
+    /* Kept after its end, no longer signallable. */
+    assert_ptr_equal(proc_by_pid(t, proc_pid(p)), p);
+    char err[ERR_LEN];
+    assert_int_equal(proc_signal(p, SIGTERM, err), -1);
+    assert_int_equal(errno, ESRCH);
+    assert_int_equal(proc_table_running(t), 0);
+    proc_table_free(t);
+}
+
+static void test_signal_death(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 16, NULL);
+    struct proc *p = start_sh(t, "kill -9 $$");
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, -1);
+    assert_int_equal(proc_end(p)->exited, 0);
+    assert_string_equal(proc_end(p)->status, "signal: killed");
+    assert_string_equal(proc_end(p)->error, "signal: killed");
+
+    /* SendSignal reaches the group. */
+    p = start_sh(t, "sleep 100; echo not reached");
+    char err[ERR_LEN];
+    assert_int_equal(proc_signal(p, SIGTERM, err), 0);
+    wait_end(p);
+    assert_string_equal(proc_end(p)->status, "signal: terminated");
+    assert_string_equal(output(p, PROC_STDOUT), "");
+    proc_table_free(t);
+}
+
+static void test_command_that_cannot_run(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 16, NULL);
+    char *argv[] = {"no-such-command-sa", "x", NULL};
+    struct proc_start s = {.argv = argv};
+    struct proc *p = start(t, &s);
+    assert_true(proc_pid(p) > 0);
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 127);
+    assert_string_equal(proc_end(p)->status, "exit status 127");
+    assert_string_equal(proc_end(p)->error, "cannot run 'no-such-command-sa': command not found");
+
+    char *noexec[] = {"/etc/passwd", NULL};
+    s.argv = noexec;
+    p = start(t, &s);
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 126);
+    assert_string_equal(proc_end(p)->error, "cannot run '/etc/passwd': Permission denied");
+
+    char err[ERR_LEN];
+    char *empty[] = {NULL};
+    s.argv = empty;
+    assert_null(proc_start(t, &s, err));
+    assert_int_equal(errno, EINVAL);
+    proc_table_free(t);
+}
+
+static void test_pty_tty_and_resize(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(1 << 16, 16, NULL);
+    /* /dev/tty opens only on a controlling terminal. */
+    char *argv[] = {"/bin/sh", "-c", "tty; stty size; echo ctty >/dev/tty", NULL};
+    struct proc_start s = {.argv = argv, .pty = 1, .cols = 80, .rows = 24};
+    struct proc *p = start(t, &s);
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 0);
+    assert_true(proc_has_pty(p));
+    assert_false(proc_has_chan(p, PROC_STDOUT));
+    const char *out = output(p, PROC_PTY);
+    assert_memory_equal(out, "/dev/pts/", 9);
+    assert_non_null(strstr(out, "\r\n24 80\r\n"));
+    assert_non_null(strstr(out, "ctty\r\n"));
+
+    char *argv2[] = {"/bin/sh", "-c", "read x; stty size", NULL};
+    s.argv = argv2;
+    p = start(t, &s);
+    char err[ERR_LEN];
+    assert_int_equal(proc_resize(p, 100, 30, err), 0);
+    assert_int_equal(proc_send_input(p, 1, "\n", 1, err), 0);
+    wait_end(p);
+    assert_non_null(strstr(output(p, PROC_PTY), "30 100\r\n"));
+    /* Stdin input and CloseStdin are for pipes. */
+    p = start(t, &s);
+    assert_int_equal(proc_send_input(p, 0, "x", 1, err), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_int_equal(proc_close_stdin(p, err), -1);
+    assert_int_equal(proc_send_input(p, 1, "\n", 1, err), 0);
+    wait_end(p);
+    proc_table_free(t);
+}
+
+static void test_stdin_pipe(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(1 << 16, 16, NULL);
+    char *argv[] = {"cat", NULL};
+    struct proc_start s = {.argv = argv, .stdin_pipe = 1};
+    struct proc *p = start(t, &s);
+    char err[ERR_LEN];
+    assert_int_equal(proc_send_input(p, 0, "hello\n", 6, err), 0);
+    wait_output(p, PROC_STDOUT, "hello\n");
+    assert_true(proc_running(p));
+    assert_int_equal(proc_send_input(p, 1, "x", 1, err), -1);
+    assert_int_equal(errno, ENOTTY);
+    assert_int_equal(proc_close_stdin(p, err), 0);
+    assert_int_equal(proc_send_input(p, 0, "late", 4, err), -1);
+    assert_int_equal(errno, EPIPE);
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 0);
+    assert_string_equal(output(p, PROC_STDOUT), "hello\n");
+
+    /* Without a stdin pipe the child reads /dev/null: EOF at once. */
+    s.stdin_pipe = 0;
+    p = start(t, &s);
+    assert_int_equal(proc_send_input(p, 0, "x", 1, err), -1);
+    assert_int_equal(errno, EPIPE);
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 0);
+    proc_table_free(t);
+}
+
+static void test_input_queue_is_bounded(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 16, NULL);
+    char *argv[] = {"sleep", "100", NULL};
+    struct proc_start s = {.argv = argv, .stdin_pipe = 1};
+    struct proc *p = start(t, &s);
+    char err[ERR_LEN];
+    char *big = calloc(1, PROC_INPUT_MAX);
+    assert_non_null(big);
+    /* The pipe takes some, the queue holds the rest, the loop never waits. */
+    assert_int_equal(proc_send_input(p, 0, big, PROC_INPUT_MAX, err), 0);
+    assert_int_equal(proc_send_input(p, 0, big, PROC_INPUT_MAX, err), -1);
+    assert_int_equal(errno, ENOSPC);
+    assert_non_null(strstr(err, "input queue full"));
+    free(big);
+    /* The queue stays closable; the process ends with its signal. */
+    assert_int_equal(proc_close_stdin(p, err), 0);
+    assert_int_equal(proc_signal(p, SIGKILL, err), 0);
+    wait_end(p);
+    assert_string_equal(proc_end(p)->status, "signal: killed");
+    proc_table_free(t);
+}
+
+static int group_gone(void *pid) { return stop_group_gone(*(pid_t *)pid); }
+
+static void test_timeout_stops_the_group(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 16, NULL);
+    char *argv[] = {"/bin/sh", "-c", "sleep 100 & echo $!; sleep 100", NULL};
+    struct proc_start s = {.argv = argv, .timeout = 1.0};
+    struct proc *p = start(t, &s);
+    pid_t pid = proc_pid(p);
+    wait_end(p);
+    pid_t bg = (pid_t)atoi(output(p, PROC_STDOUT));
+    assert_true(bg > 0);
+    assert_int_equal(proc_end(p)->exit_code, -1);
+    assert_string_equal(proc_end(p)->status, "signal: terminated");
+    /* The grandchild went with its group. */
+    run_until(group_gone, &pid);
+    assert_int_equal(kill(bg, 0), -1);
+    proc_table_free(t);
+}
+
+static void test_drain_is_bounded(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 16, NULL);
+    /* The background sleep holds stdout open; the end must not wait for it. */
+    struct proc *p = start_sh(t, "sleep 100 & echo done");
+    pid_t pid = proc_pid(p);
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 0);
+    assert_string_equal(output(p, PROC_STDOUT), "done\n");
+    assert_false(stop_group_gone(pid));
+    stop_kill(pid);
+    run_until(group_gone, &pid);
+    proc_table_free(t);
+}
+
+static void test_tags(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 16, NULL);
+    char *argv[] = {"sleep", "100", NULL};
+    struct proc_start s = {.argv = argv, .tag = "web"};
+    struct proc *a = start(t, &s);
+    assert_string_equal(proc_tag(a), "web");
+    assert_ptr_equal(proc_by_tag(t, "web"), a);
+    assert_null(proc_by_tag(t, "db"));
+    char err[ERR_LEN];
+    assert_null(proc_start(t, &s, err));
+    assert_int_equal(errno, EEXIST);
+    assert_int_equal(proc_signal(a, SIGKILL, err), 0);
+    wait_end(a);
+    /* Finished, it is still found by its tag, until a running one has it. */
+    assert_ptr_equal(proc_by_tag(t, "web"), a);
+    struct proc *b = start(t, &s);
+    assert_ptr_equal(proc_by_tag(t, "web"), b);
+    /* List: both, in start order. */
+    assert_ptr_equal(proc_first(t), a);
+    assert_ptr_equal(proc_next(a), b);
+    assert_null(proc_next(b));
+    assert_int_equal(proc_signal(b, SIGKILL, err), 0);
+    wait_end(b);
+    proc_table_free(t);
+}
+
+struct counter {
+    struct proc_sub sub;
+    int calls, saw_end;
+    int stay; /* stay subscribed after the end */
+};
+
+static void on_ready(struct proc_sub *s, void *ctx)
+{
+    struct counter *c = ctx;
+    c->calls++;
+    if (proc_end(s->p)) {
+        c->saw_end = 1;
+        if (!c->stay) proc_unsubscribe(s);
+    }
+}
+
+static int saw_end(void *c) { return ((struct counter *)c)->saw_end; }
+
+static void test_subscribers_and_slow_reader(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(1024, 16, NULL);
+    struct proc *p = start_sh(t, "i=0; while [ $i -lt 200 ]; do echo 0123456789abcdefghijklmnopqrstu; i=$((i+1)); done");
+    struct counter c = {0};
+    proc_subscribe(p, &c.sub, on_ready, &c);
+    run_until(saw_end, &c);
+    assert_true(c.calls >= 2);
+    assert_null(c.sub.p);
+    /* 200 lines of 32 bytes; the ring kept the last 1024. A reader from 0
+     * jumps over what is gone. */
+    assert_int_equal(proc_read_end(p, PROC_STDOUT), 6400);
+    uint64_t off = 0, skipped = 0;
+    char buf[4096];
+    size_t n = proc_read(p, PROC_STDOUT, &off, buf, sizeof buf, &skipped);
+    assert_int_equal(skipped, 6400 - 1024);
+    assert_int_equal(n, 1024);
+    assert_memory_equal(buf, "0123456789", 10);
+    assert_int_equal(proc_read(p, PROC_STDOUT, &off, buf, sizeof buf, &skipped), 0);
+
+    /* Unsubscribing never touches the process. */
+    p = start_sh(t, "sleep 100");
+    proc_subscribe(p, &c.sub, on_ready, &c);
+    proc_unsubscribe(&c.sub);
+    assert_true(proc_running(p));
+    char err[ERR_LEN];
+    assert_int_equal(proc_signal(p, SIGKILL, err), 0);
+    wait_end(p);
+    proc_table_free(t);
+}
+
+static void test_finished_cap(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 3, NULL);
+    pid_t pids[6];
+    struct proc *first = start_sh(t, "echo 0");
+    struct counter c = {.stay = 1};
+    proc_subscribe(first, &c.sub, on_ready, &c); /* a reader keeps it past the cap */
+    pids[0] = proc_pid(first);
+    for (int i = 1; i < 6; i++) {
+        struct proc *p = start_sh(t, "exit 0");
+        pids[i] = proc_pid(p);
+        wait_end(p);
+    }
+    run_until(saw_end, &c);
+    /* 6 finished, 3 kept: the one being read, and the newest otherwise. */
+    int kept = 0;
+    for (struct proc *p = proc_first(t); p; p = proc_next(p)) kept++;
+    assert_int_equal(kept, 3);
+    assert_ptr_equal(proc_first(t), first);
+    for (int i = 1; i < 4; i++) assert_null(proc_by_pid(t, pids[i]));
+    for (int i = 4; i < 6; i++) assert_non_null(proc_by_pid(t, pids[i]));
+    /* Its reader gone, it is the oldest: the next finished one pushes it out. */
+    proc_unsubscribe(&c.sub);
+    assert_ptr_equal(proc_by_pid(t, pids[0]), first);
+    struct proc *p = start_sh(t, "exit 0");
+    wait_end(p);
+    assert_null(proc_by_pid(t, pids[0]));
+    assert_ptr_equal(proc_first(t), proc_by_pid(t, pids[4]));
+    /* Or it is dropped when its end was read. */
+    proc_forget(proc_by_pid(t, pids[4]));
+    assert_null(proc_by_pid(t, pids[4]));
+    /* A running record is never forgotten. */
+    p = start_sh(t, "sleep 100");
+    proc_forget(p);
+    assert_ptr_equal(proc_by_pid(t, proc_pid(p)), p);
+    char err[ERR_LEN];
+    assert_int_equal(proc_signal(p, SIGKILL, err), 0);
+    wait_end(p);
+    proc_table_free(t);
+}
+
+static void test_env_and_cwd(void **st)
+{
+    (void)st;
+    char *base[] = {"PATH=/usr/bin:/bin", "FOO=base", "KEEP=1", "HOME=/nowhere", NULL};
+    struct proc_table *t = table(4096, 16, base);
+    char home[] = "/tmp/test_proc.XXXXXX", sub[64];
+    assert_non_null(mkdtemp(home));
+    snprintf(sub, sizeof sub, "%s/sub", home);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    struct user_info u;
+    user_self("/nonexistent", "/nonexistent", &u);
+    snprintf(u.home, sizeof u.home, "%s", home);
+    snprintf(u.name, sizeof u.name, "someone");
+    char *argv[] = {"/bin/sh", "-c", "echo $FOO $KEEP $HOME $USER $LOGNAME $SHELL; pwd", NULL};
+    char *envs[] = {"FOO=one", "FOO=two", NULL};
+    struct proc_start s = {.argv = argv, .envs = envs, .user = &u, .cwd = "sub"};
+    struct proc *p = start(t, &s);
+    wait_end(p);
+    char want[256];
+    snprintf(want, sizeof want, "two 1 %s someone someone /bin/sh\n%s\n", home, sub);
+    assert_string_equal(output(p, PROC_STDOUT), want);
+    assert_string_equal(proc_envs(p)[1], "FOO=two");
+    assert_string_equal(proc_cwd(p), "sub");
+    /* No cwd: the home; "~/sub" from the home. */
+    s.cwd = NULL;
+    p = start(t, &s);
+    wait_end(p);
+    snprintf(want, sizeof want, "two 1 %s someone someone /bin/sh\n%s\n", home, home);
+    assert_string_equal(output(p, PROC_STDOUT), want);
+    s.cwd = "~/sub";
+    p = start(t, &s);
+    wait_end(p);
+    assert_non_null(strstr(output(p, PROC_STDOUT), sub));
+    char err[ERR_LEN];
+    s.cwd = "missing";
+    assert_null(proc_start(t, &s, err));
+    assert_int_equal(errno, EINVAL);
+    snprintf(want, sizeof want, "cwd '%s/missing' does not exist", home);
+    assert_string_equal(err, want);
+    rmdir(sub);
+    rmdir(home);
+    proc_table_free(t);
+}
+
+static void on_helper_exit(struct ev_loop *l, pid_t pid, int status, void *ctx)
+{
+    (void)l;
+    (void)pid;
+    *(int *)ctx = status;
+}
+
+static int helper_done(void *status) { return *(int *)status != -1; }
+
+static void test_user_switch(void **st)
+{
+    (void)st;
+    if (geteuid() != 0) skip();
+    struct proc_table *t = table(4096, 16, NULL);
+    struct user_info u = {.uid = 4321, .gid = 4321, .ngroups = 2, .groups = {4321, 4322}};
+    snprintf(u.name, sizeof u.name, "tester");
+    snprintf(u.home, sizeof u.home, "/");
+    snprintf(u.shell, sizeof u.shell, "/bin/sh");
+    char *argv[] = {"/bin/sh", "-c", "id -u; id -g; id -G; echo $USER", NULL};
+    struct proc_start s = {.argv = argv, .user = &u};
+    struct proc *p = start(t, &s);
+    wait_end(p);
+    assert_string_equal(output(p, PROC_STDOUT), "4321\n4321\n4321 4322\ntester\n");
+
+    /* Not root: switching is refused before anything starts. */
+    int status = -1;
+    struct reaper_watch rw;
+    pid_t pid = spawn_fork(0);
+    if (pid == 0) {
+        char err[ERR_LEN];
+        if (setuid(65534) < 0) _exit(2);
+        errno = 0;
+        _exit(proc_start(t, &s, err) == NULL && errno == EPERM && strstr(err, "needs the agent to run as root")
+                  ? 0 : 1);
+    }
+    assert_true(pid > 0);
+    reaper_watch(loop, &rw, pid, on_helper_exit, &status);
+    run_until(helper_done, &status);
+    assert_int_equal(status, 0);
+    proc_table_free(t);
+}
+
+static void test_shutdown(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 16, NULL);
+    struct proc *a = start_sh(t, "sleep 100");
+    struct proc *b = start_sh(t, "trap '' TERM; echo ready; while :; do sleep 1; done");
+    wait_output(b, PROC_STDOUT, "ready");
+    proc_table_shutdown(t, 0.2);
+    char err[ERR_LEN];
+    wait_end(a);
+    wait_end(b);
+    assert_string_equal(proc_end(a)->status, "signal: terminated");
+    assert_string_equal(proc_end(b)->status, "signal: killed");
+    assert_int_equal(proc_table_running(t), 0);
+    char *argv[] = {"true", NULL};
+    struct proc_start s = {.argv = argv};
+    assert_null(proc_start(t, &s, err));
+    assert_int_equal(errno, ESHUTDOWN);
+    proc_table_free(t);
+}
+
+int main(void)
+{
+    /* Orphaned grandchildren come back to us and are reaped by the loop. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    sig_ignore_pipe();
+    loop = ev_default_loop(0);
+    reaper_init(loop);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exit_code_and_both_channels),
+        cmocka_unit_test(test_signal_death),
+        cmocka_unit_test(test_command_that_cannot_run),
+        cmocka_unit_test(test_pty_tty_and_resize),
+        cmocka_unit_test(test_stdin_pipe),
+        cmocka_unit_test(test_input_queue_is_bounded),
+        cmocka_unit_test(test_timeout_stops_the_group),
+        cmocka_unit_test(test_drain_is_bounded),
+        cmocka_unit_test(test_tags),
+        cmocka_unit_test(test_subscribers_and_slow_reader),
+        cmocka_unit_test(test_finished_cap),
+        cmocka_unit_test(test_env_and_cwd),
+        cmocka_unit_test(test_user_switch),
+        cmocka_unit_test(test_shutdown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
