@@ -114,7 +114,9 @@ struct fs_write_opts {
 };
 
 /* in_fd to EOF into path: atomically (temporary file beside it, fsync,
- * rename) unless append. A symlink is written through. *bytes: the count. */
+ * rename) unless append. A symlink is written through. *bytes: the count.
+ * One write at a time per process (the temporary name is kept where a
+ * signal handler can find it). Errors of in_fd have e->at_fd set. */
 int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
              struct fs_err *e);
 

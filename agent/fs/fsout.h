@@ -1,7 +1,7 @@
 /*
  * fsout.h - what every `fs` op prints: the `__SBX_FS__` result line, the
- * error object with its exit status, and the ENTRY object (README, "fs ...
- * file operations").
+ * error object with its exit status, and the ENTRY object (README, section
+ * "sandbox-agent fs OP ... - file operations").
  *
  * Owns the output format of `fs`, the errno names and the errno -> exit
  * status mapping. Touches no file: what it formats comes from the file

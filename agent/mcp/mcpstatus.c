@@ -13,9 +13,9 @@
  * A duplicate key behaves as in Python's json: the last value, at the place of
  * the first occurrence.
  *
- * Exit 0, or 2 for a usage error (README, "mcp-status"): not even an answer
- * that cannot be written (out of memory, stdout gone) changes the status; it
- * is said on stderr.
+ * Exit 0, or 2 for a usage error (README, section "sandbox-agent
+ * mcp-status"): not even an answer that cannot be written (out of memory,
+ * stdout gone) changes the status; it is said on stderr.
  */
 #include "agent/mcp/mcpstatus.h"
 #include "agent/core/buf.h"
@@ -50,6 +50,22 @@ static const char mcp_usage[] =
     "reconnect_required or unknown (no file, no entry: unknown, never an error).\n"
     "FILE defaults to " MCP_STATUS_PATH ".\n";
 
+/* Read fd to its end into p (cap bytes). Returns the bytes read, or -1
+ * when reading fails or the file holds cap bytes or more. */
+static ssize_t read_upto(int fd, char *p, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, p + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) return (ssize_t)n;
+        n += (size_t)r;
+        /* Grew since the fstat: more than we were told, so refuse. */
+        if (n == cap) return -1;
+    }
+}
+
 /* The file's text, NUL-terminated, or NULL (fail-soft: logged at info). */
 static char *read_doc(const char *path, size_t *len)
 {
@@ -60,33 +76,18 @@ static char *read_doc(const char *path, size_t *len)
     }
     struct stat st;
     char *p = NULL;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATUS_MAX_BYTES) {
+    ssize_t n = -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATUS_MAX_BYTES)
         log_info("mcp-status: %s: not a regular file of at most %d bytes", path, STATUS_MAX_BYTES);
-        goto out;
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    if (!(p = malloc(cap + 1))) goto out;
-    for (;;) {
-        ssize_t r = read(fd, p + n, cap - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            free(p);
-            p = NULL;
-            goto out;
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-        if (n == cap) {
-            /* Grew since the fstat: more than we were told, so refuse. */
-            free(p);
-            p = NULL;
-            goto out;
-        }
+    else if ((p = malloc((size_t)st.st_size + 2)))
+        n = read_upto(fd, p, (size_t)st.st_size + 1);
+    close(fd);
+    if (n < 0) {
+        free(p);
+        return NULL;
     }
     p[n] = '\0';
-    *len = n;
-out:
-    close(fd);
+    *len = (size_t)n;
     return p;
 }
 
