@@ -1,18 +1,14 @@
 /*
- * fslist.c - `fs list` and `fs stat`.
+ * fslist.c - listing a directory and stat of one entry (see files.h).
  *
- * list streams: entries are formatted into a buffer that is flushed to stdout
- * every FLUSH_AT bytes, so a directory of millions of entries costs the same
- * memory as one of ten. Nothing is written until the first flush, so a
- * directory that fails early (unreadable, vanished) still gets a clean error
- * line instead of half a result.
+ * list hands each entry to the caller's callback as soon as it is read, so a
+ * directory of millions of entries costs the same memory as one of ten: one
+ * entry path buffer, one link target at a time. No printf here: this is the
+ * hot path of `fs list`.
  */
-#include "agent/files/fsimpl.h"
-#include "agent/files/fsout.h"
-#include "agent/core/io.h"
-#include "agent/core/jsonw.h"
+#include "agent/files/fsint.h"
+#include "agent/core/buf.h"
 #include "agent/core/log.h"
-#include "agent/core/protocol.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,140 +18,97 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FLUSH_AT (64 * 1024)
-/* One entry is at most two 255-byte names and a 64 KiB link target, each
- * escaped at worst 6x, plus the path: far under this bound. */
-#define LIST_BUF_MAX (8 * 1024 * 1024)
+/* An entry path is the directory's path (an argv string, at most 128 KiB)
+ * plus a name of at most 255 bytes. */
+#define ENTRY_PATH_MAX (1024 * 1024)
 
-static int flush(struct buf *b, int *flushed)
+struct lister {
+    int fd;
+    const char *path;     /* the directory, as given */
+    struct buf ent_path;  /* path + '/' + the current name */
+    size_t prefix;        /* bytes of ent_path before the name */
+};
+
+/* Fill ent for the name just read. Returns 1 to skip it (vanished, or its
+ * lstat failed: logged), 0 for an entry, or an errno value. */
+static int read_entry(struct lister *l, const char *name, struct fs_entry *ent)
 {
-    if (io_write_all(STDOUT_FILENO, b->data, b->len) < 0) {
-        log_error("fs list: cannot write to stdout: %s", strerror(errno));
-        return -1;
+    if (fstatat(l->fd, name, &ent->st, AT_SYMLINK_NOFOLLOW) < 0) {
+        /* Removed since readdir saw it: it is not there any more. */
+        if (errno != ENOENT) log_warn("fs list: %s/%s: %s (skipped)", l->path, name, strerror(errno));
+        return 1;
     }
-    buf_reset(b);
-    *flushed = 1;
+    ent->target = NULL;
+    ent->tlen = 0;
+    if (S_ISLNK(ent->st.st_mode) && !(ent->target = fs_readlink(l->fd, name, &ent->tlen))) {
+        if (errno == ENOENT) return 1;
+        /* An entry without its target is still an entry. */
+        log_warn("fs list: readlink %s/%s: %s", l->path, name, strerror(errno));
+    }
+    ent->name = name;
+    ent->nlen = strlen(name);
+    l->ent_path.len = l->prefix;
+    if (buf_append(&l->ent_path, name, ent->nlen) < 0 || !buf_cstr(&l->ent_path)) {
+        fs_entry_free(ent);
+        return ENOMEM;
+    }
+    ent->path = l->ent_path.data;
+    ent->plen = l->ent_path.len;
     return 0;
 }
 
-int fs_op_list(const char *path)
+/* readdir to the end, each entry to fn. Returns 0 or an errno value. */
+static int list_entries(struct lister *l, DIR *d, fs_list_fn fn, void *ctx)
 {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return fs_fail("list", errno, NULL, path);
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        return fs_fail("list", e, NULL, path);
-    }
-
-    struct buf out, ent_path;
-    buf_init(&out, LIST_BUF_MAX);
-    buf_init(&ent_path, 1024 * 1024);
-    size_t plen = strlen(path);
-    int flushed = 0, count = 0, err = 0, rc = 0;
-
-    if (buf_puts(&out, SENTINEL_FS "{\"ok\": true, \"path\": ") < 0 ||
-        jsonw_str(&out, path, plen, JSONW_SURROGATEESCAPE) < 0 || buf_puts(&out, ", \"entries\": [") < 0)
-        err = ENOMEM;
-    /* The entry path prefix, joined as os.path.join does. */
-    if (!err && (buf_append(&ent_path, path, plen) < 0 ||
-                 (plen && path[plen - 1] != '/' && buf_putc(&ent_path, '/') < 0)))
-        err = ENOMEM;
-    size_t prefix = ent_path.len;
-
-    while (!err) {
+    for (;;) {
         errno = 0;
         struct dirent *de = readdir(d);
-        if (!de) {
-            err = errno;
-            break;
-        }
-        const char *name = de->d_name;
-        if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]))) continue;
-        struct stat st;
-        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            /* Removed since readdir saw it: it is not there any more. */
-            if (errno == ENOENT) continue;
-            log_warn("fs list: %s/%s: %s (skipped)", path, name, strerror(errno));
-            continue;
-        }
-        char *target = NULL;
-        size_t tlen = 0;
-        if (S_ISLNK(st.st_mode)) {
-            target = fs_readlink(fd, name, &tlen);
-            if (!target) {
-                if (errno == ENOENT) continue;
-                /* An entry without its target is still an entry. */
-                log_warn("fs list: readlink %s/%s: %s", path, name, strerror(errno));
-            }
-        }
-        size_t nlen = strlen(name);
-        ent_path.len = prefix;
-        if (buf_append(&ent_path, name, nlen) < 0 || (count && buf_puts(&out, ", ") < 0) ||
-            fs_entry_json(&out, name, nlen, ent_path.data, ent_path.len, &st, target, tlen) < 0) {
-            free(target);
-            err = ENOMEM;
-            break;
-        }
-        free(target);
-        count++;
-        if (out.len >= FLUSH_AT && flush(&out, &flushed) < 0) {
-            rc = EXIT_FS_FAILED;
-            goto done;
-        }
+        if (!de) return errno;
+        if (fs_is_dots(de->d_name)) continue;
+        struct fs_entry ent;
+        int r = read_entry(l, de->d_name, &ent);
+        if (r == 1) continue;
+        if (r) return r;
+        r = fn(ctx, &ent);
+        fs_entry_free(&ent);
+        if (r) return r;
     }
-
-    if (err && !flushed) {
-        /* Nothing printed yet: an ordinary error line. */
-        rc = fs_fail("list", err, NULL, path);
-        goto done;
-    }
-    if (buf_putc(&out, ']') < 0) err = err ? err : ENOMEM;
-    if (err) {
-        /* The line is already half out: close it as valid JSON that says the
-         * listing is incomplete, and fail. */
-        log_error("fs list: %s: %s (listing incomplete)", path, strerror(err));
-        buf_puts(&out, ", ");
-        fs_error_json(&out, err, NULL, path);
-        rc = EXIT_FS_FAILED;
-    }
-    if (buf_puts(&out, "}\n") < 0 || flush(&out, &flushed) < 0) rc = EXIT_FS_FAILED;
-done:
-    buf_free(&out);
-    buf_free(&ent_path);
-    closedir(d);
-    return rc;
 }
 
-int fs_op_stat(const char *path, int follow)
+int fs_list(const char *path, fs_list_fn fn, void *ctx, struct fs_err *e)
 {
-    struct stat st;
-    if (fstatat(AT_FDCWD, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
-        return fs_fail("stat", errno, NULL, path);
-    char *target = NULL;
-    size_t tlen = 0;
-    if (S_ISLNK(st.st_mode) && !(target = fs_readlink(AT_FDCWD, path, &tlen)))
-        return fs_fail("stat", errno, NULL, path);
-
-    /* The name is the last component, trailing slashes aside ("/" stays "/"). */
-    size_t end = strlen(path);
-    while (end > 1 && path[end - 1] == '/') end--;
-    size_t start = end;
-    while (start > 0 && path[start - 1] != '/') start--;
-    if (start == end) start = 0; /* "/" or "//" */
-
-    struct buf b;
-    buf_init(&b, LIST_BUF_MAX);
-    int rc = 0;
-    if (buf_puts(&b, "{\"ok\": true, \"entry\": ") < 0 ||
-        fs_entry_json(&b, path + start, end - start, path, strlen(path), &st, target, tlen) < 0 ||
-        buf_putc(&b, '}') < 0) {
-        rc = fs_fail("stat", ENOMEM, NULL, path);
-    } else if (fsout_line(&b) < 0) {
-        rc = EXIT_FS_FAILED;
+    struct lister l = {open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY), path, {0}, 0};
+    if (l.fd < 0) return fs_fail(e, errno, path);
+    DIR *d = fdopendir(l.fd);
+    if (!d) {
+        int en = errno;
+        close(l.fd);
+        return fs_fail(e, en, path);
     }
-    free(target);
-    buf_free(&b);
-    return rc;
+    /* The entry path prefix, joined as os.path.join does. */
+    size_t plen = strlen(path);
+    buf_init(&l.ent_path, ENTRY_PATH_MAX);
+    int err = 0;
+    if (buf_append(&l.ent_path, path, plen) < 0 ||
+        (plen && path[plen - 1] != '/' && buf_putc(&l.ent_path, '/') < 0))
+        err = ENOMEM;
+    l.prefix = l.ent_path.len;
+    if (!err) err = list_entries(&l, d, fn, ctx);
+    buf_free(&l.ent_path);
+    closedir(d);
+    return err ? fs_fail(e, err, path) : 0;
+}
+
+int fs_stat(const char *path, int follow, struct fs_entry *ent, struct fs_err *e)
+{
+    if (fstatat(AT_FDCWD, path, &ent->st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
+        return fs_fail(e, errno, path);
+    ent->target = NULL;
+    ent->tlen = 0;
+    if (S_ISLNK(ent->st.st_mode) && !(ent->target = fs_readlink(AT_FDCWD, path, &ent->tlen)))
+        return fs_fail(e, errno, path);
+    ent->name = fs_last_name(path, &ent->nlen);
+    ent->path = path;
+    ent->plen = strlen(path);
+    return 0;
 }

@@ -1,22 +1,18 @@
 /*
- * fsread.c - `fs read`: a regular file's bytes, raw, on stdout; the result
- * line on stderr.
+ * fsread.c - reading a regular file's bytes to the caller's fd (see files.h).
  *
  * Hostile input is the point here: the path may name a FIFO that never gets
  * a writer, a device that streams forever, a /proc file that reports size 0
  * and then produces data, or a file that grows while we read. So: stat before
  * open (no device is ever opened), open O_NONBLOCK (a FIFO swapped in after
  * the stat cannot block the open), fstat the opened fd (what we check is
- * what we read), and copy at most the size seen then, never past --max-bytes.
+ * what we read), and the caller copies at most the size seen then.
  */
-#include "agent/files/fsimpl.h"
-#include "agent/files/fsout.h"
-#include "agent/core/log.h"
+#include "agent/files/fsint.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -24,133 +20,138 @@
 #include <unistd.h>
 
 #define PROC_MAGIC 0x9fa0
-#define COPY_CHUNK (1024 * 1024)
+/* sendfile per call; the pread fallback's buffer. */
+#define SENDFILE_CHUNK (1024 * 1024)
+#define COPY_CHUNK (128 * 1024)
 
-/* Wait until stdout takes more (it may be a non-blocking pipe we inherited). */
-static void wait_writable(void)
+/* Why st is not readable as a file: EISDIR, FS_ENOTREG, or 0. */
+static int refusal(const struct stat *st)
 {
-    struct pollfd pf = {STDOUT_FILENO, POLLOUT, 0};
+    return S_ISDIR(st->st_mode) ? EISDIR : S_ISREG(st->st_mode) ? 0 : FS_ENOTREG;
+}
+
+int fs_read_open(const char *path, struct fs_file *f, struct fs_err *e)
+{
+    struct stat st;
+    int en;
+    if (!*path) return fs_fail(e, ENOENT, path);
+    if (stat(path, &st) < 0) return fs_fail(e, errno, path);
+    if ((en = refusal(&st))) return fs_fail(e, en, path);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return fs_fail(e, errno, path);
+    struct statfs sfs;
+    en = fstat(fd, &st) < 0 ? errno : refusal(&st);
+    /* /proc files are "regular" of size 0 and generated as they are read. */
+    if (!en && fstatfs(fd, &sfs) == 0 && sfs.f_type == PROC_MAGIC) en = FS_ENOTREG;
+    if (en) {
+        close(fd);
+        return fs_fail(e, en, path);
+    }
+    *f = (struct fs_file){fd, (long long)st.st_size, path};
+    return 0;
+}
+
+void fs_read_close(struct fs_file *f)
+{
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+}
+
+/* Wait until out takes more (it may be a non-blocking pipe). */
+static void wait_writable(int out)
+{
+    struct pollfd pf = {out, POLLOUT, 0};
     poll(&pf, 1, -1);
 }
 
-/* Copy up to n bytes from fd at off to stdout. Returns the bytes copied (fewer
+/* sendfile as much as it takes. Returns the bytes sent (0 at end of file),
+ * -2 when out is something sendfile cannot write to, -1 with errno set
+ * (*read_side says whose). */
+static long long send_some(int fd, off_t off, size_t want, int out, int *read_side)
+{
+    for (;;) {
+        off_t o = off;
+        ssize_t w = sendfile(out, fd, &o, want);
+        if (w >= 0) return w;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) {
+            wait_writable(out);
+            continue;
+        }
+        /* out that sendfile cannot write to (an O_APPEND file, ...). */
+        if (errno == EINVAL || errno == ENOSYS) return -2;
+        /* Which side failed is not said; EPIPE/ENOSPC/EBADF are out's. */
+        *read_side = !(errno == EPIPE || errno == ENOSPC || errno == EBADF);
+        return -1;
+    }
+}
+
+/* pread then write, one buffer. Returns as send_some (never -2). */
+static long long copy_some(int fd, off_t off, size_t want, int out, int *read_side)
+{
+    static char buf[COPY_CHUNK];
+    if (want > sizeof buf) want = sizeof buf;
+    ssize_t r;
+    do r = pread(fd, buf, want, off);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) {
+        *read_side = 1;
+        return r;
+    }
+    for (ssize_t k = 0; k < r;) {
+        ssize_t w = write(out, buf + k, (size_t)(r - k));
+        if (w >= 0) {
+            k += w;
+        } else if (errno == EAGAIN) {
+            wait_writable(out);
+        } else if (errno != EINTR) {
+            *read_side = 0;
+            return -1;
+        }
+    }
+    return r;
+}
+
+/* Copy up to n bytes from fd at off to out. Returns the bytes copied (fewer
  * only at end of file), or -1 with errno set (*read_side tells whose). */
-static long long copy_out(int fd, off_t off, long long n, int *read_side)
+static long long copy_out(int fd, off_t off, long long n, int out, int *read_side)
 {
     long long done = 0;
     int use_sendfile = 1;
-    static char buf[128 * 1024];
     while (done < n) {
-        size_t want = (size_t)(n - done < COPY_CHUNK ? n - done : COPY_CHUNK);
-        if (use_sendfile) {
-            off_t o = off + done;
-            ssize_t w = sendfile(STDOUT_FILENO, fd, &o, want);
-            if (w > 0) {
-                done += w;
-                continue;
-            }
-            if (w == 0) break;
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN) {
-                wait_writable();
-                continue;
-            }
-            if (errno == EINVAL || errno == ENOSYS) {
-                /* stdout that sendfile cannot write to (O_APPEND file, ...). */
-                use_sendfile = 0;
-                continue;
-            }
-            /* Which side failed is not said; EPIPE/ENOSPC are stdout's. */
-            *read_side = !(errno == EPIPE || errno == ENOSPC || errno == EBADF);
-            return -1;
+        size_t want = (size_t)(n - done < SENDFILE_CHUNK ? n - done : SENDFILE_CHUNK);
+        long long w = use_sendfile ? send_some(fd, off + done, want, out, read_side)
+                                   : copy_some(fd, off + done, want, out, read_side);
+        if (w == -2) {
+            use_sendfile = 0;
+            continue;
         }
-        if (want > sizeof buf) want = sizeof buf;
-        ssize_t r = pread(fd, buf, want, off + done);
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            *read_side = 1;
-            return -1;
-        }
-        if (r == 0) break;
-        for (ssize_t k = 0; k < r;) {
-            ssize_t w = write(STDOUT_FILENO, buf + k, (size_t)(r - k));
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                if (errno == EAGAIN) {
-                    wait_writable();
-                    continue;
-                }
-                *read_side = 0;
-                return -1;
-            }
-            k += w;
-        }
-        done += r;
+        if (w < 0) return -1;
+        if (w == 0) break;
+        done += w;
     }
     return done;
 }
 
-int fs_op_read(const char *path, uint64_t offset, int has_max, uint64_t max)
+/* Nothing left at `at`: the file may have grown since the fstat (a one-byte
+ * probe finds out). */
+static int at_eof(int fd, off_t at)
 {
-    struct stat st;
-    fsout_set_fd(STDERR_FILENO);
+    char c;
+    ssize_t r;
+    do r = pread(fd, &c, 1, at);
+    while (r < 0 && errno == EINTR);
+    return r <= 0;
+}
 
-    if (stat(path, &st) < 0) return fs_fail("read", errno, NULL, path);
-    if (S_ISDIR(st.st_mode)) return fs_fail("read", EISDIR, NULL, path);
-    if (!S_ISREG(st.st_mode)) return fs_fail("read", FS_ENOTREG, NULL, path);
-
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return fs_fail("read", errno, NULL, path);
-    struct statfs sfs;
-    int rc;
-    if (fstat(fd, &st) < 0) {
-        rc = fs_fail("read", errno, NULL, path);
-        goto out;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        rc = fs_fail("read", EISDIR, NULL, path);
-        goto out;
-    }
-    /* /proc files are "regular" of size 0 and generated as they are read. */
-    if (!S_ISREG(st.st_mode) || (fstatfs(fd, &sfs) == 0 && sfs.f_type == PROC_MAGIC)) {
-        rc = fs_fail("read", FS_ENOTREG, NULL, path);
-        goto out;
-    }
-
-    long long size = (long long)st.st_size;
-    long long remaining = (long long)offset >= size ? 0 : size - (long long)offset;
-    if (has_max && (uint64_t)remaining > max) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "File too large: %lld bytes from offset %llu, over --max-bytes %llu",
-                 remaining, (unsigned long long)offset, (unsigned long long)max);
-        rc = fs_fail("read", EFBIG, msg, path);
-        goto out;
-    }
+int fs_read_copy(struct fs_file *f, uint64_t offset, long long len, int out_fd, long long *length,
+                 int *eof, struct fs_err *e)
+{
     int read_side = 1;
-    long long len = remaining ? copy_out(fd, (off_t)offset, remaining, &read_side) : 0;
-    if (len < 0) {
-        rc = fs_fail("read", errno, NULL, read_side ? path : "<stdout>");
-        goto out;
-    }
-    /* eof: nothing left past what we sent. The file may have shrunk (short
-     * copy) or grown since the fstat (a one-byte probe finds out). */
-    int eof = 1;
-    if (len == remaining && remaining > 0) {
-        char c;
-        ssize_t r;
-        do r = pread(fd, &c, 1, (off_t)offset + len);
-        while (r < 0 && errno == EINTR);
-        eof = r <= 0;
-    }
-    struct buf b;
-    buf_init(&b, 4096);
-    rc = 0;
-    if (buf_printf(&b, "{\"ok\": true, \"size\": %lld, \"offset\": %llu, \"length\": %lld, \"eof\": %s}",
-                   size, (unsigned long long)offset, len, eof ? "true" : "false") < 0 ||
-        fsout_line(&b) < 0)
-        rc = EXIT_FS_FAILED;
-    buf_free(&b);
-out:
-    close(fd);
-    return rc;
+    long long n = len ? copy_out(f->fd, (off_t)offset, len, out_fd, &read_side) : 0;
+    if (n < 0) return read_side ? fs_fail(e, errno, f->path) : fs_fail_fd(e, errno);
+    /* A short copy: the file shrank, so nothing is left. */
+    *eof = n == len && len > 0 ? at_eof(f->fd, (off_t)offset + n) : 1;
+    *length = n;
+    return 0;
 }

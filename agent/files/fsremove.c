@@ -1,5 +1,5 @@
 /*
- * fsremove.c - `fs remove` and the tree removal `move` reuses.
+ * fsremove.c - removing an entry, and the tree removal move reuses.
  *
  * The tree walk is the dangerous part: the guest owns the tree and may
  * rearrange it while we walk. So every directory is entered with
@@ -12,9 +12,7 @@
  * before is removed by then, since the first failure ends the walk). So a
  * tree a million levels deep costs a bounded number of fds.
  */
-#include "agent/files/fsimpl.h"
-#include "agent/files/fsout.h"
-#include "agent/core/log.h"
+#include "agent/files/fsint.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,12 +26,23 @@
 /* Deeper than any tree a real workload makes; a bound on the frame stack. */
 #define MAX_DEPTH 100000
 
+/* One directory of the walk. */
 struct frame {
     DIR *d;     /* when set, owns fd */
     int fd;     /* -1 while closed to save fds */
     dev_t dev;
     ino_t ino;
     char *name; /* in the parent (NULL for the root of the walk) */
+};
+
+struct walk {
+    struct frame *st; /* st[0] the root of the walk, st[n - 1] the directory being emptied */
+    size_t n, cap;
+    int dirfd;         /* where the root is, by name */
+    const char *name;
+    const char *shown; /* the root's name in errors */
+    int e;             /* the failure: an errno value ... */
+    const char *leaf;  /* ... at this entry of the top directory (NULL: the directory) */
 };
 
 static void frame_close(struct frame *f)
@@ -44,212 +53,205 @@ static void frame_close(struct frame *f)
     f->fd = -1;
 }
 
-/* shown/name1/name2/.../leaf for an error report. */
-static char *tree_path(const char *shown, struct frame *st, size_t n, const char *leaf)
+/* shown/name1/name2/.../leaf: the path of a failure. */
+static char *tree_path(const struct walk *w)
 {
-    size_t len = strlen(shown) + 2 + (leaf ? strlen(leaf) : 0);
-    for (size_t i = 1; i < n; i++) len += strlen(st[i].name) + 1;
+    size_t len = strlen(w->shown) + 2 + (w->leaf ? strlen(w->leaf) : 0);
+    for (size_t i = 1; i < w->n; i++) len += strlen(w->st[i].name) + 1;
     char *p = malloc(len);
     if (!p) return NULL;
-    strcpy(p, shown);
-    for (size_t i = 1; i < n; i++) {
+    strcpy(p, w->shown);
+    for (size_t i = 1; i < w->n; i++) {
         strcat(p, "/");
-        strcat(p, st[i].name);
+        strcat(p, w->st[i].name);
     }
-    if (leaf) {
+    if (w->leaf) {
         strcat(p, "/");
-        strcat(p, leaf);
+        strcat(p, w->leaf);
     }
     return p;
 }
 
-/* The root directory, compared by device and inode with every directory the
- * walk opens: a check on the path before the walk could be raced (the guest
- * swaps a directory for a symlink to / in between), a check on the open fd
- * cannot. A bind mount of / inside the tree is caught the same way. */
-static int is_root(const struct stat *sb)
+static int walk_fail(struct walk *w, int e, const char *leaf)
 {
-    struct stat root;
-    return stat("/", &root) == 0 && sb->st_dev == root.st_dev && sb->st_ino == root.st_ino;
+    w->e = e;
+    w->leaf = leaf;
+    return -1;
 }
 
-int fs_remove_tree(int dirfd, const char *name, const char *shown, char **failed)
+/* Open the root. Returns 0 to walk it, 1 when it was no directory and is
+ * removed already, -1 on failure. */
+static int walk_open_root(struct walk *w)
 {
-    struct frame *st = NULL;
-    size_t n = 0, cap = 0;
-    int e = 0;
-    const char *leaf = NULL;
-    *failed = NULL;
-
-    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(w->dirfd, w->name, FS_DIR_FLAGS);
     if (fd < 0) {
-        e = errno;
+        int e = errno;
+        if (e != ENOTDIR && e != ELOOP) return walk_fail(w, e, NULL);
         /* Not a directory (any more): it is a single entry. */
-        if ((e == ENOTDIR || e == ELOOP) && unlinkat(dirfd, name, 0) == 0) return 0;
-        if (e == ENOTDIR || e == ELOOP) e = errno;
-        *failed = strdup(shown);
-        return e;
+        return unlinkat(w->dirfd, w->name, 0) == 0 ? 1 : walk_fail(w, errno, NULL);
     }
     struct stat sb;
-    if (fstat(fd, &sb) < 0 || is_root(&sb) || !(st = malloc(16 * sizeof *st))) {
-        e = errno ? errno : ENOMEM;
-        if (is_root(&sb)) e = EBUSY;
+    int e = fstat(fd, &sb) < 0 ? errno : fs_is_root(&sb) ? EBUSY : 0;
+    if (!e && !(w->st = malloc(16 * sizeof *w->st))) e = ENOMEM;
+    if (e) {
         close(fd);
-        *failed = strdup(shown);
-        return e;
+        return walk_fail(w, e, NULL);
     }
-    cap = 16;
-    st[n++] = (struct frame){NULL, fd, sb.st_dev, sb.st_ino, NULL};
-
-    while (n > 0) {
-        struct frame *top = &st[n - 1];
-        if (!top->d && !(top->d = fdopendir(top->fd))) {
-            e = errno;
-            break;
-        }
-        errno = 0;
-        struct dirent *de = readdir(top->d);
-        if (de) {
-            const char *nm = de->d_name;
-            if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2]))) continue;
-            int is_dir = de->d_type == DT_DIR;
-            if (de->d_type == DT_UNKNOWN) {
-                if (fstatat(top->fd, nm, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
-                    if (errno == ENOENT) continue;
-                    e = errno;
-                    leaf = nm;
-                    break;
-                }
-                is_dir = S_ISDIR(sb.st_mode);
-            }
-            if (is_dir) {
-                int cfd = openat(top->fd, nm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (cfd < 0 && errno == ENOENT) continue;
-                if (cfd < 0 && errno != ENOTDIR && errno != ELOOP) {
-                    e = errno;
-                    leaf = nm;
-                    break;
-                }
-                if (cfd >= 0) {
-                    if (n >= MAX_DEPTH) {
-                        close(cfd);
-                        e = ELOOP;
-                        leaf = nm;
-                        break;
-                    }
-                    if (n == cap) {
-                        struct frame *ns = realloc(st, cap * 2 * sizeof *st);
-                        if (!ns) {
-                            close(cfd);
-                            e = ENOMEM;
-                            break;
-                        }
-                        st = ns;
-                        cap *= 2;
-                        top = &st[n - 1];
-                    }
-                    char *cname = strdup(nm);
-                    if (!cname || fstat(cfd, &sb) < 0 || is_root(&sb)) {
-                        e = !cname ? ENOMEM : is_root(&sb) ? EBUSY : errno;
-                        free(cname);
-                        close(cfd);
-                        leaf = nm;
-                        break;
-                    }
-                    st[n++] = (struct frame){NULL, cfd, sb.st_dev, sb.st_ino, cname};
-                    if (n > KEEP_OPEN) frame_close(&st[n - 1 - KEEP_OPEN]);
-                    continue;
-                }
-                /* Replaced by a non-directory since readdir: unlink it. */
-            }
-            if (unlinkat(top->fd, nm, 0) < 0 && errno != ENOENT) {
-                e = errno;
-                leaf = nm;
-                break;
-            }
-            continue;
-        }
-        if (errno) {
-            e = errno;
-            break;
-        }
-        /* This directory is empty now: remove it from its parent. */
-        if (n == 1) {
-            frame_close(top);
-            n = 0;
-            if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
-                e = errno;
-                *failed = strdup(shown);
-            }
-            break;
-        }
-        struct frame *parent = &st[n - 2];
-        if (parent->fd < 0) {
-            int pfd = openat(top->fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (pfd < 0 || fstat(pfd, &sb) < 0) {
-                e = errno;
-                if (pfd >= 0) close(pfd);
-                break;
-            }
-            if (sb.st_dev != parent->dev || sb.st_ino != parent->ino) {
-                /* Moved while we were inside: its parent is not ours now. */
-                close(pfd);
-                e = EBUSY;
-                break;
-            }
-            parent->fd = pfd;
-        }
-        frame_close(top);
-        if (unlinkat(parent->fd, top->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
-            e = errno;
-            leaf = NULL;
-            /* Report the directory itself. */
-            *failed = tree_path(shown, st, n, NULL);
-            break;
-        }
-        free(top->name);
-        n--;
-    }
-    if (e && !*failed) *failed = tree_path(shown, st, n, leaf);
-    for (size_t i = 0; i < n; i++) {
-        frame_close(&st[i]);
-        free(st[i].name);
-    }
-    free(st);
-    if (e && !*failed) e = ENOMEM;
-    return e;
+    w->cap = 16;
+    w->st[w->n++] = (struct frame){NULL, fd, sb.st_dev, sb.st_ino, NULL};
+    return 0;
 }
 
-int fs_op_remove(const char *path, int recursive)
+/* Enter the subdirectory nm, open as cfd (taken). */
+static int walk_push(struct walk *w, int cfd, const char *nm)
 {
-    struct stat st, root;
-    if (lstat(path, &st) < 0) return fs_fail("remove", errno, NULL, path);
-
-    /* Never the root, by whatever name ("/", "//", "/tmp/..", a bind mount). */
-    if (S_ISDIR(st.st_mode) && stat("/", &root) == 0 && st.st_dev == root.st_dev &&
-        st.st_ino == root.st_ino)
-        return fs_fail("remove", EBUSY, "Refusing to remove /", path);
-    /* Nor "." or "..", as rm refuses them: their removal means something else. */
-    size_t end = strlen(path);
-    while (end > 1 && path[end - 1] == '/') end--;
-    size_t start = end;
-    while (start > 0 && path[start - 1] != '/') start--;
-    if ((end - start == 1 && path[start] == '.') ||
-        (end - start == 2 && path[start] == '.' && path[start + 1] == '.'))
-        return fs_fail("remove", EINVAL, "Refusing to remove '.' or '..'", path);
-
-    if (!S_ISDIR(st.st_mode)) {
-        if (unlink(path) < 0) return fs_fail("remove", errno, NULL, path);
-    } else if (!recursive) {
-        if (rmdir(path) < 0) return fs_fail("remove", errno, NULL, path);
-    } else {
-        char *failed = NULL;
-        int e = fs_remove_tree(AT_FDCWD, path, path, &failed);
-        if (e) {
-            int rc = fs_fail("remove", e, NULL, failed ? failed : path);
-            free(failed);
-            return rc;
-        }
+    if (w->n >= MAX_DEPTH) {
+        close(cfd);
+        return walk_fail(w, ELOOP, nm);
     }
-    return fsout_ok();
+    if (w->n == w->cap) {
+        struct frame *ns = realloc(w->st, w->cap * 2 * sizeof *ns);
+        if (!ns) {
+            close(cfd);
+            return walk_fail(w, ENOMEM, NULL);
+        }
+        w->st = ns;
+        w->cap *= 2;
+    }
+    struct stat sb;
+    char *cname = strdup(nm);
+    int e = !cname ? ENOMEM : fstat(cfd, &sb) < 0 ? errno : fs_is_root(&sb) ? EBUSY : 0;
+    if (e) {
+        free(cname);
+        close(cfd);
+        return walk_fail(w, e, nm);
+    }
+    w->st[w->n++] = (struct frame){NULL, cfd, sb.st_dev, sb.st_ino, cname};
+    if (w->n > KEEP_OPEN) frame_close(&w->st[w->n - 1 - KEEP_OPEN]);
+    return 0;
+}
+
+/* One entry of the top directory: descend into a directory, unlink the rest. */
+static int walk_entry(struct walk *w, const struct dirent *de)
+{
+    int fd = w->st[w->n - 1].fd;
+    const char *nm = de->d_name;
+    int is_dir = de->d_type == DT_DIR;
+    if (de->d_type == DT_UNKNOWN) {
+        struct stat sb;
+        if (fstatat(fd, nm, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+            return errno == ENOENT ? 0 : walk_fail(w, errno, nm);
+        is_dir = S_ISDIR(sb.st_mode);
+    }
+    if (is_dir) {
+        int cfd = openat(fd, nm, FS_DIR_FLAGS);
+        if (cfd >= 0) return walk_push(w, cfd, nm);
+        if (errno == ENOENT) return 0;
+        if (errno != ENOTDIR && errno != ELOOP) return walk_fail(w, errno, nm);
+        /* Replaced by a non-directory since readdir: unlink it. */
+    }
+    if (unlinkat(fd, nm, 0) < 0 && errno != ENOENT) return walk_fail(w, errno, nm);
+    return 0;
+}
+
+/* The parent of the top directory, re-entered through ".." if its fd was
+ * closed: it must be the very directory we left. */
+static int walk_reopen_parent(struct walk *w)
+{
+    struct frame *top = &w->st[w->n - 1], *parent = &w->st[w->n - 2];
+    if (parent->fd >= 0) return 0;
+    struct stat sb;
+    int pfd = openat(top->fd, "..", FS_DIR_FLAGS);
+    if (pfd < 0 || fstat(pfd, &sb) < 0) {
+        int e = errno;
+        if (pfd >= 0) close(pfd);
+        return walk_fail(w, e, NULL);
+    }
+    if (sb.st_dev != parent->dev || sb.st_ino != parent->ino) {
+        /* Moved while we were inside: its parent is not ours now. */
+        close(pfd);
+        return walk_fail(w, EBUSY, NULL);
+    }
+    parent->fd = pfd;
+    return 0;
+}
+
+/* The top directory is empty now: remove it from its parent. */
+static int walk_pop(struct walk *w)
+{
+    struct frame *top = &w->st[w->n - 1];
+    if (w->n == 1) {
+        frame_close(top);
+        w->n = 0;
+        if (unlinkat(w->dirfd, w->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+            return walk_fail(w, errno, NULL);
+        return 0;
+    }
+    if (walk_reopen_parent(w) < 0) return -1;
+    frame_close(top);
+    if (unlinkat(w->st[w->n - 2].fd, top->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return walk_fail(w, errno, NULL); /* the directory itself */
+    free(top->name);
+    w->n--;
+    return 0;
+}
+
+/* The next entry of the top directory, or its removal once it is empty. */
+static int walk_step(struct walk *w)
+{
+    struct frame *top = &w->st[w->n - 1];
+    if (!top->d && !(top->d = fdopendir(top->fd))) return walk_fail(w, errno, NULL);
+    errno = 0;
+    struct dirent *de = readdir(top->d);
+    if (de) return fs_is_dots(de->d_name) ? 0 : walk_entry(w, de);
+    if (errno) return walk_fail(w, errno, NULL);
+    return walk_pop(w);
+}
+
+int fs_remove_tree(int dirfd, const char *name, const char *shown, struct fs_err *e)
+{
+    struct walk w = {NULL, 0, 0, dirfd, name, shown, 0, NULL};
+    int r = walk_open_root(&w);
+    while (r == 0 && w.n > 0) r = walk_step(&w);
+    /* The path is built before the frames (and the leaf's DIR) go. */
+    if (r < 0) {
+        char *failed = tree_path(&w);
+        if (failed) fs_fail_take(e, w.e, failed);
+        else fs_fail(e, ENOMEM, shown);
+    }
+    for (size_t i = 0; i < w.n; i++) {
+        frame_close(&w.st[i]);
+        free(w.st[i].name);
+    }
+    free(w.st);
+    return r < 0 ? -1 : 0;
+}
+
+int fs_remove(const char *arg, int recursive, struct fs_err *e)
+{
+    /* remove acts on the named entry itself: "link/" must name the symlink,
+     * not the directory it points to (the kernel follows a final symlink
+     * when the path ends in '/', O_NOFOLLOW or not). */
+    char *path = fs_strip_slashes(arg);
+    if (!path) return fs_fail(e, ENOMEM, arg);
+    struct stat st;
+    size_t nlen;
+    const char *name = fs_last_name(path, &nlen);
+    int r = 0;
+    if (!*path || lstat(path, &st) < 0)
+        r = fs_fail(e, *path ? errno : ENOENT, path);
+    /* Never the root, by whatever name ("/", "//", "/tmp/..", a bind mount). */
+    else if (S_ISDIR(st.st_mode) && fs_is_root(&st))
+        r = fs_fail_msg(e, EBUSY, path, "Refusing to remove /");
+    /* Nor "." or "..", as rm refuses them: their removal means something else. */
+    else if ((nlen == 1 && name[0] == '.') || (nlen == 2 && name[0] == '.' && name[1] == '.'))
+        r = fs_fail_msg(e, EINVAL, path, "Refusing to remove '.' or '..'");
+    else if (!S_ISDIR(st.st_mode))
+        r = unlink(path) < 0 ? fs_fail(e, errno, path) : 0;
+    else if (!recursive)
+        r = rmdir(path) < 0 ? fs_fail(e, errno, path) : 0;
+    else
+        r = fs_remove_tree(AT_FDCWD, path, path, e);
+    free(path);
+    return r;
 }

@@ -1,15 +1,16 @@
 /*
- * fswrite.c - `fs write` and `fs mkdir`.
+ * fswrite.c - writing a file from the caller's fd, and creating a directory
+ * (see files.h).
  *
- * write replaces a file atomically: stdin goes to a temporary file in the
- * same directory (O_CLOEXEC, mode 0600 while being filled), which is fsynced
- * and then renamed over the target, so a reader sees the old file or the new
- * one, never a part. Any failure (stdin unreadable, disk full, a signal that
- * ends us) unlinks the temporary file and leaves the old file untouched.
- * --append writes in place instead (there is nothing atomic to promise).
+ * write replaces a file atomically: the input goes to a temporary file in
+ * the same directory (O_CLOEXEC, mode 0600 while being filled), which is
+ * fsynced and then renamed over the target, so a reader sees the old file or
+ * the new one, never a part. Any failure (input unreadable, disk full, with
+ * guard_signals a signal that ends us) unlinks the temporary file and leaves
+ * the old file untouched. append writes in place instead (there is nothing
+ * atomic to promise).
  */
-#include "agent/files/fsimpl.h"
-#include "agent/files/fsout.h"
+#include "agent/files/fsint.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
 
@@ -24,6 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define COPY_CHUNK (128 * 1024)
+
 /* The temporary file a signal handler must remove. Fixed storage: the
  * handler may use nothing that allocates. */
 static char tmp_path[PATH_MAX + 64];
@@ -35,24 +38,25 @@ static void on_fatal_signal(int sig)
     raise(sig);
 }
 
-static void guard_signals(int on)
+static void guard_signals(const struct fs_write_opts *o, int on)
 {
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGXFSZ};
+    if (!o->guard_signals) return;
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], on ? on_fatal_signal : SIG_DFL);
 }
 
-/* stdin to fd until EOF. Returns the byte count, or -1 with errno set and
- * *read_side saying whether stdin (1) or the file (0) failed. */
-static long long copy_stdin(int fd, int *read_side)
+/* in to fd until EOF. Returns the byte count, or -1 with errno set and
+ * *read_side saying whether in (1) or the file (0) failed. */
+static long long copy_in(int in, int fd, int *read_side)
 {
-    static char buf[128 * 1024];
+    static char buf[COPY_CHUNK];
     long long total = 0;
     for (;;) {
-        ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
+        ssize_t r = read(in, buf, sizeof buf);
         if (r < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN) {
-                struct pollfd pf = {STDIN_FILENO, POLLIN, 0};
+                struct pollfd pf = {in, POLLIN, 0};
                 poll(&pf, 1, -1);
                 continue;
             }
@@ -68,190 +72,148 @@ static long long copy_stdin(int fd, int *read_side)
     }
 }
 
-static int report_bytes(long long n)
+/* The file a write replaces. */
+struct target {
+    const char *path;  /* what a symlink at the path points to, else the path */
+    char *resolved;    /* malloc'd, when path is it */
+    struct stat st;
+    int exists;
+};
+
+/* Write through a symlink as `> path` would: replace what it points to, not
+ * the link. A dangling link is replaced itself. */
+static int find_target(const char *path, struct target *t, struct fs_err *e)
 {
-    struct buf b;
-    buf_init(&b, 256);
-    int rc = 0;
-    if (buf_printf(&b, "{\"ok\": true, \"bytes\": %lld}", n) < 0 || fsout_line(&b) < 0) rc = EXIT_FS_FAILED;
-    buf_free(&b);
-    return rc;
+    t->path = path;
+    t->resolved = NULL;
+    if (lstat(path, &t->st) == 0 && S_ISLNK(t->st.st_mode) && (t->resolved = realpath(path, NULL)))
+        t->path = t->resolved;
+    t->exists = stat(t->path, &t->st) == 0;
+    if (!t->exists && errno != ENOENT) return fs_fail(e, errno, path);
+    if (t->exists && S_ISDIR(t->st.st_mode)) return fs_fail(e, EISDIR, path);
+    if (t->exists && !S_ISREG(t->st.st_mode)) return fs_fail(e, FS_ENOTREG, path);
+    return 0;
 }
 
-/* Create the parent directories of path (--parents). */
-static int make_parents(const char *path)
+static int write_append(const char *path, const struct target *t, int in_fd,
+                        const struct fs_write_opts *o, long long *bytes, struct fs_err *e)
 {
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/') n--; /* "a/b/" names a/b */
-    while (n > 0 && path[n - 1] != '/') n--;
-    while (n > 1 && path[n - 1] == '/') n--;
-    if (n <= 1) return 0; /* no parent, or / */
-    char *dir = malloc(n + 1);
-    if (!dir) return -1;
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-    int r = io_mkdir_p(dir, 0777);
-    int e = errno;
-    free(dir);
-    errno = e;
+    /* O_NONBLOCK: a FIFO put there since our stat cannot block the open. */
+    int fd = open(t->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                  o->has_mode ? o->mode : 0666);
+    if (fd < 0) return fs_fail(e, errno, path);
+    struct stat st;
+    int r = 0, read_side = 0;
+    if (fstat(fd, &st) < 0) {
+        r = fs_fail(e, errno, path);
+    } else if (!S_ISREG(st.st_mode)) {
+        r = fs_fail(e, FS_ENOTREG, path);
+    } else {
+        io_set_nonblock(fd, 0);
+        *bytes = copy_in(in_fd, fd, &read_side);
+        if (*bytes < 0) r = read_side ? fs_fail_fd(e, errno) : fs_fail(e, errno, path);
+        else if (o->has_mode && fchmod(fd, o->mode) < 0) r = fs_fail(e, errno, path);
+    }
+    close(fd);
     return r;
 }
 
-static int write_append(const char *path, const char *target, int has_mode, mode_t mode)
+/* The mode of the new file: the one asked for, the replaced file's, or what
+ * a new file gets under the umask. */
+static mode_t new_mode(const struct target *t, const struct fs_write_opts *o)
 {
-    /* O_NONBLOCK: a FIFO put there since our stat cannot block the open. */
-    int fd = open(target, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-                  has_mode ? mode : 0666);
-    if (fd < 0) return fs_fail("write", errno, NULL, path);
-    struct stat st;
-    int rc;
-    if (fstat(fd, &st) < 0) {
-        rc = fs_fail("write", errno, NULL, path);
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = fs_fail("write", FS_ENOTREG, NULL, path);
-    } else {
-        io_set_nonblock(fd, 0);
-        int read_side = 0;
-        long long n = copy_stdin(fd, &read_side);
-        if (n < 0)
-            rc = fs_fail("write", errno, NULL, read_side ? "<stdin>" : path);
-        else if (has_mode && fchmod(fd, mode) < 0)
-            rc = fs_fail("write", errno, NULL, path);
-        else
-            rc = report_bytes(n);
-    }
-    close(fd);
-    return rc;
+    if (o->has_mode) return o->mode;
+    if (t->exists) return t->st.st_mode & 07777;
+    mode_t um = umask(0);
+    umask(um);
+    return 0666 & ~um;
 }
 
-int fs_op_write(const char *path, int has_mode, mode_t mode, int parents, int append)
+/* Fill the temporary file fd (closed here) from in_fd. Returns 0, or an
+ * errno value with *read_side saying whether in_fd failed. */
+static int fill_tmp(int fd, int in_fd, const char *path, const struct target *t,
+                    const struct fs_write_opts *o, long long *bytes, int *read_side)
 {
-    if (parents && make_parents(path) < 0) return fs_fail("write", errno, NULL, path);
-
-    /* Write through a symlink as `> path` would: replace what it points to,
-     * not the link. A dangling link is replaced itself. */
-    char *resolved = NULL;
-    struct stat st;
-    const char *target = path;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && (resolved = realpath(path, NULL)))
-        target = resolved;
-    int exists = stat(target, &st) == 0;
-    int rc;
-    if (!exists && errno != ENOENT) {
-        rc = fs_fail("write", errno, NULL, path);
-        goto out;
-    }
-    if (exists && S_ISDIR(st.st_mode)) {
-        rc = fs_fail("write", EISDIR, NULL, path);
-        goto out;
-    }
-    if (exists && !S_ISREG(st.st_mode)) {
-        rc = fs_fail("write", FS_ENOTREG, NULL, path);
-        goto out;
-    }
-    if (append) {
-        rc = write_append(path, target, has_mode, mode);
-        goto out;
-    }
-
-    /* The temporary file: ".NAME.sbx-XXXXXX" beside the target, so the
-     * rename stays within one filesystem. The name part is cut short enough
-     * that the whole stays under NAME_MAX. */
-    const char *slash = strrchr(target, '/');
-    size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
-    const char *base = target + dirlen;
-    size_t blen = strlen(base);
-    if (blen > 200) blen = 200;
-    if (dirlen + blen + 16 >= sizeof tmp_path) {
-        rc = fs_fail("write", ENAMETOOLONG, NULL, path);
-        goto out;
-    }
-    memcpy(tmp_path, target, dirlen);
-    snprintf(tmp_path + dirlen, sizeof tmp_path - dirlen, ".%.*s.sbx-XXXXXX", (int)blen, base);
-
-    guard_signals(1);
-    int fd = mkostemp(tmp_path, O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        tmp_path[0] = '\0';
-        guard_signals(0);
-        rc = fs_fail("write", e, NULL, path);
-        goto out;
-    }
-    int read_side = 0;
-    long long n = copy_stdin(fd, &read_side);
-    int e = n < 0 ? errno : 0;
-    const char *failed = read_side ? "<stdin>" : path;
-    if (!e) {
-        mode_t m;
-        if (has_mode) {
-            m = mode;
-        } else if (exists) {
-            m = st.st_mode & 07777;
-        } else {
-            mode_t um = umask(0);
-            umask(um);
-            m = 0666 & ~um;
-        }
-        /* Replacing someone's file as root keeps it theirs. */
-        if (exists && geteuid() == 0 && fchown(fd, st.st_uid, st.st_gid) < 0)
-            log_debug("fs write: cannot keep the owner of %s: %s", path, strerror(errno));
-        if (fchmod(fd, m) < 0 || fsync(fd) < 0) e = errno;
-    }
+    int e = 0;
+    *bytes = copy_in(in_fd, fd, read_side);
+    if (*bytes < 0) e = errno;
+    /* Replacing someone's file as root keeps it theirs. */
+    if (!e && t->exists && geteuid() == 0 && fchown(fd, t->st.st_uid, t->st.st_gid) < 0)
+        log_debug("fs write: cannot keep the owner of %s: %s", path, strerror(errno));
+    if (!e && (fchmod(fd, new_mode(t, o)) < 0 || fsync(fd) < 0)) e = errno;
     if (close(fd) < 0 && !e) e = errno;
-    if (!e && rename(tmp_path, target) < 0) e = errno;
-    if (e) {
-        unlink(tmp_path);
-        tmp_path[0] = '\0';
-        guard_signals(0);
-        rc = fs_fail("write", e, NULL, failed);
-        goto out;
+    return e;
+}
+
+static int write_atomic(const char *path, const struct target *t, int in_fd,
+                        const struct fs_write_opts *o, long long *bytes, struct fs_err *e)
+{
+    /* ".NAME.sbx-XXXXXX" beside the target, so the rename stays within one
+     * filesystem; the name part is cut short enough to stay under NAME_MAX. */
+    int pre = fs_tmp_prefix(tmp_path, sizeof tmp_path, t->path, 16);
+    if (pre < 0) return fs_fail(e, ENAMETOOLONG, path);
+    memcpy(tmp_path + pre, ".sbx-XXXXXX", sizeof ".sbx-XXXXXX");
+
+    guard_signals(o, 1);
+    int fd = mkostemp(tmp_path, O_CLOEXEC);
+    int en = fd < 0 ? errno : 0, read_side = 0;
+    if (fd >= 0) {
+        en = fill_tmp(fd, in_fd, path, t, o, bytes, &read_side);
+        if (!en && rename(tmp_path, t->path) < 0) en = errno;
+        if (en) unlink(tmp_path);
     }
     tmp_path[0] = '\0';
-    guard_signals(0);
-    rc = report_bytes(n);
-out:
-    free(resolved);
-    return rc;
+    guard_signals(o, 0);
+    if (!en) return 0;
+    return read_side ? fs_fail_fd(e, en) : fs_fail(e, en, path);
 }
 
-int fs_op_mkdir(const char *path, int parents, int has_mode, mode_t mode)
+int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
+             struct fs_err *e)
 {
-    int created = 1;
-    if (mkdir(path, has_mode ? mode : 0777) < 0) {
-        int e = errno;
-        if (e == ENOENT && parents) {
-            if (make_parents(path) < 0) return fs_fail("mkdir", errno, NULL, path);
-            if (mkdir(path, has_mode ? mode : 0777) < 0) e = errno;
-            else e = 0;
-        }
-        if (e == EEXIST) {
-            /* Already a directory: nothing to do, and says so. */
-            struct stat st;
-            if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-                created = 0;
-                e = 0;
-            }
-        }
-        if (e) return fs_fail("mkdir", e, NULL, path);
+    if (!*path) return fs_fail(e, ENOENT, path);
+    if (o->parents && fs_make_parents(path) < 0) return fs_fail(e, errno, path);
+    struct target t;
+    int r = find_target(path, &t, e);
+    if (r == 0) r = o->append ? write_append(path, &t, in_fd, o, bytes, e)
+                              : write_atomic(path, &t, in_fd, o, bytes, e);
+    free(t.resolved);
+    return r;
+}
+
+/* mkdir, with the missing parents; an existing directory is not created. */
+static int make_dir(const char *path, int parents, mode_t mode, int *created)
+{
+    *created = 1;
+    if (mkdir(path, mode) == 0) return 0;
+    int e = errno;
+    if (e == ENOENT && parents) {
+        if (fs_make_parents(path) < 0) return errno;
+        e = mkdir(path, mode) < 0 ? errno : 0;
     }
-    /* --mode is the mode, as mkdir -m: the umask does not cut it. Through an
+    struct stat st;
+    /* Already a directory: nothing to do, and says so. */
+    if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        *created = 0;
+        e = 0;
+    }
+    return e;
+}
+
+int fs_mkdir(const char *path, int parents, int has_mode, mode_t mode, int *created, struct fs_err *e)
+{
+    if (!*path) return fs_fail(e, ENOENT, path);
+    int en = make_dir(path, parents, has_mode ? mode : 0777, created);
+    if (en) return fs_fail(e, en, path);
+    if (!*created || !has_mode) return 0;
+    /* The mode is exact, as mkdir -m: the umask does not cut it. Through an
      * fd opened without following a symlink: the guest may have swapped the
      * new directory for a link to /etc/shadow since mkdir, and chmod(path)
      * would follow it. */
-    if (created && has_mode) {
-        int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0) return fs_fail("mkdir", errno, NULL, path);
-        int r = fchmod(dfd, mode), e = errno;
-        close(dfd);
-        if (r < 0) return fs_fail("mkdir", e, NULL, path);
-    }
-    struct buf b;
-    buf_init(&b, 256);
-    int rc = 0;
-    if (buf_printf(&b, "{\"ok\": true, \"created\": %s}", created ? "true" : "false") < 0 ||
-        fsout_line(&b) < 0)
-        rc = EXIT_FS_FAILED;
-    buf_free(&b);
-    return rc;
+    int dfd = open(path, FS_DIR_FLAGS);
+    if (dfd < 0) return fs_fail(e, errno, path);
+    int r = fchmod(dfd, mode);
+    en = errno;
+    close(dfd);
+    return r < 0 ? fs_fail(e, en, path) : 0;
 }

@@ -1,30 +1,21 @@
 /*
- * fsops.c - `sandbox-agent fs OP ...`: parse the command line and hand each op
- * to its file (fslist.c, fsread.c, fswrite.c, fsremove.c, fsmove.c).
+ * fs.c - `sandbox-agent fs OP ...`: parse the command line and hand the op
+ * to its runner (fsrun.c), which calls the file service (agent/files) and
+ * prints the result line (fsout.c).
  *
- * Owns the `fs` command line only: options, their values, usage errors
- * (exit 2). The result line of each op is printed by the op itself through
- * fsout.c; paths are taken as given, as bytes.
+ * Owns the `fs` command line only: ops, options, their values, usage errors
+ * (exit 2). Paths are taken as given, as bytes.
  */
 #include "agent/fs/fs.h"
-#include "agent/core/num.h"
-#include "agent/files/fsimpl.h"
-#include "agent/files/fsout.h"
 #include "agent/core/log.h"
+#include "agent/core/num.h"
 #include "agent/core/protocol.h"
+#include "agent/core/sig.h"
+#include "agent/fs/fsrun.h"
 
-#include <errno.h>
-#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* "a/b//" -> "a/b"; "/" and "//" stay "/". In place: argv strings are ours. */
-static void strip_trailing_slashes(char *p)
-{
-    size_t n = strlen(p);
-    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
-}
 
 static const char fs_usage[] =
     "usage: " SA_NAME " fs OP [OPTIONS] [--] PATH...\n"
@@ -62,19 +53,20 @@ struct op {
     const char *name;
     int npaths;
     unsigned allowed;
+    int (*run)(const struct fs_args *a);
 };
 
 static const struct op ops[] = {
-    {"list", 1, 0},
-    {"stat", 1, O_FOLLOW},
-    {"mkdir", 1, O_PARENTS | O_MODE},
-    {"remove", 1, O_RECURSIVE},
-    {"move", 2, O_OVERWRITE},
-    {"write", 1, O_MODE | O_PARENTS | O_APPEND_},
-    {"read", 1, O_OFFSET | O_MAXBYTES},
+    {"list", 1, 0, fsrun_list},
+    {"stat", 1, O_FOLLOW, fsrun_stat},
+    {"mkdir", 1, O_PARENTS | O_MODE, fsrun_mkdir},
+    {"remove", 1, O_RECURSIVE, fsrun_remove},
+    {"move", 2, O_OVERWRITE, fsrun_move},
+    {"write", 1, O_MODE | O_PARENTS | O_APPEND_, fsrun_write},
+    {"read", 1, O_OFFSET | O_MAXBYTES, fsrun_read},
 };
 
-static const struct {
+static const struct flag {
     const char *flag;
     unsigned bit;
     int takes_value;
@@ -84,16 +76,113 @@ static const struct {
     {"--offset", O_OFFSET, 1},       {"--max-bytes", O_MAXBYTES, 1},
 };
 
-char *fs_join(const char *dir, const char *name)
+/* The command line as written, before the values are parsed. */
+struct words {
+    unsigned seen;
+    const char *mode_s, *offset_s, *max_s;
+    const char *paths[2];
+    int npaths;
+};
+
+enum { PARSED = 0, HELP = 1, USAGE = -1 };
+
+static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
+
+static const struct op *find_op(const char *name)
 {
-    size_t dl = strlen(dir), nl = strlen(name);
-    int slash = dl > 0 && dir[dl - 1] != '/';
-    char *p = malloc(dl + (size_t)slash + nl + 1);
-    if (!p) return NULL;
-    memcpy(p, dir, dl);
-    if (slash) p[dl] = '/';
-    memcpy(p + dl + slash, name, nl + 1);
-    return p;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (!strcmp(name, ops[i].name)) return &ops[i];
+    return NULL;
+}
+
+/* The option argv[*i] ("--flag", "--flag=VALUE" or "--flag VALUE"). */
+static int take_option(const struct op *op, int argc, char **argv, int *i, struct words *w)
+{
+    const char *a = argv[*i], *val = NULL;
+    size_t k, nf = sizeof flags / sizeof flags[0], alen = strcspn(a, "=");
+    for (k = 0; k < nf; k++)
+        if (strlen(flags[k].flag) == alen && !strncmp(a, flags[k].flag, alen)) break;
+    if (k == nf || !(op->allowed & flags[k].bit)) {
+        log_error("fs %s: unknown option '%s' (a path starting with '-' goes after --)", op->name, a);
+        return USAGE;
+    }
+    if (flags[k].takes_value && a[alen] == '=') {
+        val = a + alen + 1;
+    } else if (flags[k].takes_value && *i + 1 < argc) {
+        val = argv[++*i];
+    } else if (flags[k].takes_value) {
+        log_error("fs %s: %s needs a value", op->name, flags[k].flag);
+        return USAGE;
+    } else if (a[alen] == '=') {
+        log_error("fs %s: %s takes no value", op->name, flags[k].flag);
+        return USAGE;
+    }
+    w->seen |= flags[k].bit;
+    if (flags[k].bit == O_MODE) w->mode_s = val;
+    if (flags[k].bit == O_OFFSET) w->offset_s = val;
+    if (flags[k].bit == O_MAXBYTES) w->max_s = val;
+    return PARSED;
+}
+
+/* Options anywhere, paths in order; `--` ends the options. */
+static int split_words(const struct op *op, int argc, char **argv, struct words *w)
+{
+    int dashdash = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!dashdash && !strcmp(a, "--")) {
+            dashdash = 1;
+        } else if (!dashdash && is_help(a)) {
+            return HELP;
+        } else if (!dashdash && a[0] == '-' && a[1]) {
+            if (take_option(op, argc, argv, &i, w) < 0) return USAGE;
+        } else if (w->npaths >= op->npaths) {
+            log_error("fs %s: too many arguments ('%s')", op->name, a);
+            return USAGE;
+        } else {
+            w->paths[w->npaths++] = a;
+        }
+    }
+    if (w->npaths != op->npaths) {
+        log_error("fs %s: expected %s", op->name, op->npaths == 2 ? "SRC and DST" : "a PATH");
+        return USAGE;
+    }
+    return PARSED;
+}
+
+/* The option values, each in the one number grammar of num.h. */
+static int parse_values(const struct op *op, const struct words *w, struct fs_args *a)
+{
+    if (w->mode_s && num_mode(w->mode_s, &a->mode) < 0) {
+        log_error("fs %s: --mode '%s' is not an octal mode (0 to 7777)", op->name, w->mode_s);
+        return USAGE;
+    }
+    /* Both fit an off_t. */
+    if (w->offset_s && num_count(w->offset_s, INT64_MAX, &a->offset) < 0) {
+        log_error("fs %s: --offset '%s' is not a byte count", op->name, w->offset_s);
+        return USAGE;
+    }
+    if (w->max_s && num_count(w->max_s, INT64_MAX, &a->max) < 0) {
+        log_error("fs %s: --max-bytes '%s' is not a byte count", op->name, w->max_s);
+        return USAGE;
+    }
+    a->paths[0] = w->paths[0];
+    a->paths[1] = w->paths[1];
+    a->follow = !!(w->seen & O_FOLLOW);
+    a->parents = !!(w->seen & O_PARENTS);
+    a->recursive = !!(w->seen & O_RECURSIVE);
+    a->overwrite = !!(w->seen & O_OVERWRITE);
+    a->append = !!(w->seen & O_APPEND_);
+    a->has_mode = !!w->mode_s;
+    a->has_max = !!w->max_s;
+    return PARSED;
+}
+
+static int parse_args(const struct op *op, int argc, char **argv, struct fs_args *a)
+{
+    struct words w = {0, NULL, NULL, NULL, {NULL, NULL}, 0};
+    int r = split_words(op, argc, argv, &w);
+    return r != PARSED ? r : parse_values(op, &w, a);
 }
 
 int fs_main(int argc, char **argv)
@@ -107,115 +196,21 @@ int fs_main(int argc, char **argv)
         fputs(fs_usage, stderr);
         return EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (is_help(argv[1]) || !strcmp(argv[1], "help")) {
         fputs(fs_usage, stdout);
         return 0;
     }
-    const struct op *op = NULL;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (!strcmp(argv[1], ops[i].name)) op = &ops[i];
+    const struct op *op = find_op(argv[1]);
     if (!op) {
         log_error("fs: unknown op '%s' (see fs --help)", argv[1]);
         return EXIT_USAGE;
     }
-
-    unsigned seen = 0;
-    char *paths[2] = {NULL, NULL}; /* argv strings: ours to edit */
-    const char *mode_s = NULL, *offset_s = NULL, *max_s = NULL;
-    int npaths = 0, dashdash = 0;
-    for (int i = 2; i < argc; i++) {
-        char *a = argv[i];
-        if (!dashdash && !strcmp(a, "--")) {
-            dashdash = 1;
-            continue;
-        }
-        if (!dashdash && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
-            fputs(fs_usage, stdout);
-            return 0;
-        }
-        if (!dashdash && a[0] == '-' && a[1]) {
-            size_t k, nf = sizeof flags / sizeof flags[0];
-            const char *val = NULL;
-            size_t alen = strcspn(a, "=");
-            for (k = 0; k < nf; k++)
-                if (strlen(flags[k].flag) == alen && !strncmp(a, flags[k].flag, alen)) break;
-            if (k == nf || !(op->allowed & flags[k].bit)) {
-                log_error("fs %s: unknown option '%s' (a path starting with '-' goes after --)",
-                          op->name, a);
-                return EXIT_USAGE;
-            }
-            if (flags[k].takes_value) {
-                if (a[alen] == '=') {
-                    val = a + alen + 1;
-                } else if (i + 1 < argc) {
-                    val = argv[++i];
-                } else {
-                    log_error("fs %s: %s needs a value", op->name, flags[k].flag);
-                    return EXIT_USAGE;
-                }
-            } else if (a[alen] == '=') {
-                log_error("fs %s: %s takes no value", op->name, flags[k].flag);
-                return EXIT_USAGE;
-            }
-            seen |= flags[k].bit;
-            if (flags[k].bit == O_MODE) mode_s = val;
-            if (flags[k].bit == O_OFFSET) offset_s = val;
-            if (flags[k].bit == O_MAXBYTES) max_s = val;
-            continue;
-        }
-        if (npaths >= op->npaths) {
-            log_error("fs %s: too many arguments ('%s')", op->name, a);
-            return EXIT_USAGE;
-        }
-        paths[npaths++] = a;
-    }
-    if (npaths != op->npaths) {
-        log_error("fs %s: expected %s", op->name, op->npaths == 2 ? "SRC and DST" : "a PATH");
-        return EXIT_USAGE;
-    }
-    mode_t mode = 0;
-    uint64_t offset = 0, max = 0;
-    if (mode_s && num_mode(mode_s, &mode) < 0) {
-        log_error("fs %s: --mode '%s' is not an octal mode (0 to 7777)", op->name, mode_s);
-        return EXIT_USAGE;
-    }
-    /* Both fit an off_t. */
-    if (offset_s && num_count(offset_s, INT64_MAX, &offset) < 0) {
-        log_error("fs %s: --offset '%s' is not a byte count", op->name, offset_s);
-        return EXIT_USAGE;
-    }
-    if (max_s && num_count(max_s, INT64_MAX, &max) < 0) {
-        log_error("fs %s: --max-bytes '%s' is not a byte count", op->name, max_s);
-        return EXIT_USAGE;
-    }
-    for (int i = 0; i < npaths; i++)
-        if (!paths[i][0]) {
-            /* The kernel's answer for "", reported like any other. */
-            if (!strcmp(op->name, "read")) fsout_set_fd(2);
-            return fs_fail(op->name, ENOENT, NULL, paths[i]);
-        }
-
+    struct fs_args a = {{NULL, NULL}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    int r = parse_args(op, argc, argv, &a);
+    if (r == HELP) fputs(fs_usage, stdout);
+    if (r != PARSED) return r == HELP ? 0 : EXIT_USAGE;
     /* A client that goes away must give us EPIPE to report, not kill us
      * halfway through a write or a removal. */
-    signal(SIGPIPE, SIG_IGN);
-
-    const char *name = op->name;
-    if (!strcmp(name, "list")) return fs_op_list(paths[0]);
-    if (!strcmp(name, "stat")) return fs_op_stat(paths[0], !!(seen & O_FOLLOW));
-    if (!strcmp(name, "mkdir")) return fs_op_mkdir(paths[0], !!(seen & O_PARENTS), !!mode_s, mode);
-    /* remove and move act on the named entry itself: "link/" must name the
-     * symlink, not the directory it points to (the kernel follows a final
-     * symlink when the path ends in '/', O_NOFOLLOW or not). */
-    if (!strcmp(name, "remove")) {
-        strip_trailing_slashes(paths[0]);
-        return fs_op_remove(paths[0], !!(seen & O_RECURSIVE));
-    }
-    if (!strcmp(name, "move")) {
-        strip_trailing_slashes(paths[0]);
-        strip_trailing_slashes(paths[1]);
-        return fs_op_move(paths[0], paths[1], !!(seen & O_OVERWRITE));
-    }
-    if (!strcmp(name, "write"))
-        return fs_op_write(paths[0], !!mode_s, mode, !!(seen & O_PARENTS), !!(seen & O_APPEND_));
-    return fs_op_read(paths[0], offset, !!max_s, max);
+    sig_ignore_pipe();
+    return op->run(&a);
 }

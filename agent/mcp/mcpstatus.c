@@ -11,10 +11,15 @@
  *   with NAME: {"name", "status", "fqn", "gs_error_code", "detail", "last_checked_at"}
  *   without:   a list of those, one per entry in file order ([] for no document).
  * A duplicate key behaves as in Python's json: the last value, at the place of
- * the first occurrence. Exit 0, or 2 for a usage error.
+ * the first occurrence.
+ *
+ * Exit 0, or 2 for a usage error (README, section "sandbox-agent
+ * mcp-status"): not even an answer that cannot be written (out of memory,
+ * stdout gone) changes the status; it is said on stderr.
  */
 #include "agent/mcp/mcpstatus.h"
 #include "agent/core/buf.h"
+#include "agent/core/hash.h"
 #include "agent/core/io.h"
 #include "agent/core/jsoncheck.h"
 #include "agent/core/jsonw.h"
@@ -24,7 +29,6 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,9 @@
 
 /* Far beyond a status file of any real number of connectors. */
 #define STATUS_MAX_BYTES (4 * 1024 * 1024)
+/* The answer: each entry of at least 5 bytes of input ("a":0,) gives about
+ * 115 bytes, and no string byte is escaped to more than 6: under 32x. */
+#define OUT_MAX (32 * (size_t)STATUS_MAX_BYTES)
 
 static const char mcp_usage[] =
     "usage: " SA_NAME " mcp-status [NAME] [--path FILE]\n"
@@ -42,6 +49,22 @@ static const char mcp_usage[] =
     "for NAME, else a list with one per server. status is live,\n"
     "reconnect_required or unknown (no file, no entry: unknown, never an error).\n"
     "FILE defaults to " MCP_STATUS_PATH ".\n";
+
+/* Read fd to its end into p (cap bytes). Returns the bytes read, or -1
+ * when reading fails or the file holds cap bytes or more. */
+static ssize_t read_upto(int fd, char *p, size_t cap)
+{
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, p + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) return (ssize_t)n;
+        n += (size_t)r;
+        /* Grew since the fstat: more than we were told, so refuse. */
+        if (n == cap) return -1;
+    }
+}
 
 /* The file's text, NUL-terminated, or NULL (fail-soft: logged at info). */
 static char *read_doc(const char *path, size_t *len)
@@ -53,33 +76,18 @@ static char *read_doc(const char *path, size_t *len)
     }
     struct stat st;
     char *p = NULL;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATUS_MAX_BYTES) {
+    ssize_t n = -1;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATUS_MAX_BYTES)
         log_info("mcp-status: %s: not a regular file of at most %d bytes", path, STATUS_MAX_BYTES);
-        goto out;
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    if (!(p = malloc(cap + 1))) goto out;
-    for (;;) {
-        ssize_t r = read(fd, p + n, cap - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            free(p);
-            p = NULL;
-            goto out;
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-        if (n == cap) {
-            /* Grew since the fstat: more than we were told, so refuse. */
-            free(p);
-            p = NULL;
-            goto out;
-        }
+    else if ((p = malloc((size_t)st.st_size + 2)))
+        n = read_upto(fd, p, (size_t)st.st_size + 1);
+    close(fd);
+    if (n < 0) {
+        free(p);
+        return NULL;
     }
     p[n] = '\0';
-    *len = n;
-out:
-    close(fd);
+    *len = (size_t)n;
     return p;
 }
 
@@ -108,131 +116,146 @@ static int put_status(struct buf *b, const char *name, const cJSON *raw)
     return buf_putc(b, '}');
 }
 
-static uint64_t hash(const char *s)
+/* One key of the document: where it first occurs, its last value. */
+struct key {
+    struct hnode node;
+    const char *name;
+    const cJSON *last;
+};
+
+static const char *key_of(const cJSON *c) { return c->string ? c->string : ""; }
+
+static struct key *find_key(const struct htab *t, const char *name, uint64_t h)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    struct hnode *it;
+    HASH_FOR_EACH(t, h, it) {
+        struct key *k = HASH_ENTRY(it, struct key, node);
+        if (!strcmp(k->name, name)) return k;
+    }
+    return NULL;
 }
 
-/* The entries of doc as Python's dict has them: each key once, in the place
- * of its first occurrence, with its last value. */
+/* The keys of doc as Python's dict has them: each once, in the place of its
+ * first occurrence, with its last value. keys has room for every member. */
+static size_t dict_keys(const cJSON *doc, struct key *keys, struct htab *t)
+{
+    size_t nk = 0;
+    for (const cJSON *c = doc->child; c; c = c->next) {
+        const char *name = key_of(c);
+        uint64_t h = hash_bytes(HASH_SEED, name, strlen(name));
+        struct key *k = find_key(t, name, h);
+        if (k) {
+            k->last = c;
+            continue;
+        }
+        keys[nk] = (struct key){{NULL, 0}, name, c};
+        htab_add(t, &keys[nk++].node, h);
+    }
+    return nk;
+}
+
+/* Every entry of doc, as a list. */
 static int put_all(struct buf *b, const cJSON *doc)
 {
     size_t n = 0;
     for (const cJSON *c = doc ? doc->child : NULL; c; c = c->next) n++;
     if (buf_putc(b, '[') < 0) return -1;
     if (n == 0) return buf_putc(b, ']');
-    const cJSON **items = malloc(n * sizeof *items);
-    size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    /* slot -> index of the first item with that key (+1; 0 is empty) */
-    size_t *slots = calloc(cap, sizeof *slots);
-    /* item index -> index of the last item with its key (for firsts) */
-    size_t *last = malloc(n * sizeof *last);
-    int rc = -1;
-    if (!items || !slots || !last) goto out;
-    size_t i = 0;
-    for (const cJSON *c = doc->child; c; c = c->next) items[i++] = c;
-    for (i = 0; i < n; i++) {
-        const char *k = items[i]->string ? items[i]->string : "";
-        size_t s = (size_t)hash(k) & (cap - 1);
-        while (slots[s] && strcmp(items[slots[s] - 1]->string ? items[slots[s] - 1]->string : "", k))
-            s = (s + 1) & (cap - 1);
-        if (!slots[s]) {
-            slots[s] = i + 1;
-            last[i] = i;
-        } else {
-            last[slots[s] - 1] = i;
-            last[i] = (size_t)-1; /* a repeat: not printed */
-        }
+    struct key *keys = malloc(n * sizeof *keys);
+    struct htab t;
+    if (!keys || htab_init(&t, n, 0) < 0) {
+        free(keys);
+        return -1;
     }
-    int first = 1;
-    for (i = 0; i < n; i++) {
-        if (last[i] == (size_t)-1) continue;
-        if (!first && buf_puts(b, ", ") < 0) goto out;
-        first = 0;
-        if (put_status(b, items[i]->string ? items[i]->string : "", items[last[i]]) < 0) goto out;
-    }
-    rc = buf_putc(b, ']');
-out:
-    free(items);
-    free(slots);
-    free(last);
-    return rc;
+    size_t nk = dict_keys(doc, keys, &t);
+    int rc = 0;
+    for (size_t i = 0; i < nk && rc == 0; i++)
+        if ((i && buf_puts(b, ", ") < 0) || put_status(b, keys[i].name, keys[i].last) < 0) rc = -1;
+    htab_free(&t);
+    free(keys);
+    return rc < 0 ? -1 : buf_putc(b, ']');
 }
 
-int mcp_status_main(int argc, char **argv)
+/* One entry: the last of that name, as a dict would keep it (unknown when none). */
+static int put_one(struct buf *b, const char *name, const cJSON *doc)
 {
-    const char *cerr = NULL;
-    const char *name = NULL, *path = MCP_STATUS_PATH;
+    const cJSON *raw = NULL;
+    for (const cJSON *c = doc ? doc->child : NULL; c; c = c->next)
+        if (c->string && !strcmp(c->string, name)) raw = c;
+    return put_status(b, name, raw);
+}
+
+enum { PARSED = 0, HELP = 1, USAGE = -1 };
+
+/* [NAME] [--path P | --path=P], options anywhere before `--`. */
+static int parse_args(int argc, char **argv, const char **name, const char **path)
+{
     int dashdash = 0;
-    if (log_init(&cerr) < 0) {
-        log_error("%s", cerr);
-        return EXIT_USAGE;
-    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!dashdash && !strcmp(a, "--")) {
             dashdash = 1;
         } else if (!dashdash && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
-            fputs(mcp_usage, stdout);
-            return 0;
+            return HELP;
         } else if (!dashdash && !strncmp(a, "--path", 6) && (a[6] == '=' || !a[6])) {
             if (a[6] == '=') {
-                path = a + 7;
+                *path = a + 7;
             } else if (i + 1 < argc) {
-                path = argv[++i];
+                *path = argv[++i];
             } else {
                 log_error("mcp-status: --path needs a value");
-                return EXIT_USAGE;
+                return USAGE;
             }
         } else if (!dashdash && a[0] == '-' && a[1]) {
             log_error("mcp-status: unknown option '%s' (see mcp-status --help)", a);
-            return EXIT_USAGE;
-        } else if (!name) {
-            name = a;
+            return USAGE;
+        } else if (!*name) {
+            *name = a;
         } else {
             log_error("mcp-status: too many arguments ('%s')", a);
-            return EXIT_USAGE;
+            return USAGE;
         }
     }
+    return PARSED;
+}
 
+/* The document, or NULL for none. Strict first (UTF-8, grammar), as
+ * Python's reader would refuse, then cJSON for the values. Only an object
+ * is a document. */
+static cJSON *load_doc(const char *path)
+{
     size_t len = 0;
     char *text = read_doc(path, &len);
     cJSON *doc = NULL;
     struct json_check jc;
-    /* Strict first (UTF-8, grammar), as Python's reader would refuse, then
-     * cJSON for the values. Only an object is a document. */
     if (text && json_check(text, len, &jc) == 0 && jc.type == JSON_OBJECT)
         doc = cJSON_ParseWithLength(text, len);
     else if (text)
         log_info("mcp-status: %s is not a JSON object", path);
     free(text);
+    return doc;
+}
 
+int mcp_status_main(int argc, char **argv)
+{
+    const char *cerr = NULL, *name = NULL, *path = MCP_STATUS_PATH;
+    if (log_init(&cerr) < 0) {
+        log_error("%s", cerr);
+        return EXIT_USAGE;
+    }
+    int r = parse_args(argc, argv, &name, &path);
+    if (r == HELP) fputs(mcp_usage, stdout);
+    if (r != PARSED) return r == HELP ? 0 : EXIT_USAGE;
+
+    cJSON *doc = load_doc(path);
     struct buf b;
-    buf_init(&b, (size_t)-1 / 2);
-    int r;
-    if (name) {
-        const cJSON *raw = NULL;
-        /* The last entry of that name, as a dict would keep it. */
-        for (const cJSON *c = doc ? doc->child : NULL; c; c = c->next)
-            if (c->string && !strcmp(c->string, name)) raw = c;
-        r = put_status(&b, name, raw);
-    } else {
-        r = put_all(&b, doc);
-    }
-    cJSON_Delete(doc);
-    if (r < 0 || buf_putc(&b, '\n') < 0) {
+    buf_init(&b, OUT_MAX);
+    if ((name ? put_one(&b, name, doc) : put_all(&b, doc)) < 0 || buf_putc(&b, '\n') < 0)
         log_error("mcp-status: out of memory");
-        buf_free(&b);
-        return 1;
-    }
-    int rc = 0;
-    if (io_write_all(STDOUT_FILENO, b.data, b.len) < 0) {
+    else if (io_write_all(STDOUT_FILENO, b.data, b.len) < 0)
         log_error("mcp-status: cannot write to stdout: %s", strerror(errno));
-        rc = 1;
-    }
+    cJSON_Delete(doc);
     buf_free(&b);
-    return rc;
+    /* Fail-soft to the end: the status says only whether the call was valid. */
+    return 0;
 }

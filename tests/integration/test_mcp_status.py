@@ -99,3 +99,18 @@ def test_default_path_and_usage():
     assert mcp("--path").returncode == 2
     h = mcp("--help")
     assert h.returncode == 0 and b"reconnect_required" in h.stdout
+
+
+@pytest.mark.parametrize("stdout", ["full", "closed"])
+def test_exit_0_even_when_stdout_fails(tmp_path, stdout):
+    """README: "Always exits 0 (2 for a usage error)". An answer that cannot be
+    written (a full disk, a closed stdout) is said on stderr, not by the status."""
+    f = tmp_path / "status.json"
+    f.write_text(DOC, encoding="utf-8")
+    with open("/dev/full", "wb") as full:
+        for args in (["--path", str(f)], ["--path", str(f), "github"]):
+            kw = dict(stdout=full) if stdout == "full" else dict(preexec_fn=lambda: os.close(1))
+            p = subprocess.run([AGENT, "mcp-status"] + args, stderr=subprocess.PIPE, timeout=TIMEOUT,
+                               env=clean_env(), **kw)
+            assert p.returncode == 0, p.stderr
+            assert b"cannot write" in p.stderr

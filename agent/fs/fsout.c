@@ -1,21 +1,21 @@
 /*
- * fsout.c - the `fs` result line, error objects and ENTRY objects (see fsout.h).
+ * fsout.c - the `fs` result line, error objects, errno names and ENTRY
+ * objects (see fsout.h).
  *
  * Every byte string (names, paths, link targets) is written surrogateescape,
  * so a Python client's os.fsencode() gives back the exact bytes; numbers and
  * separators are what json.dumps prints, so the line is byte-identical to the
- * python3 -c helpers it replaces.
+ * python3 -c helpers it replaces. ENTRY is on the hot path of `fs list`
+ * (one per listed file): integers and pieces without printf.
  */
-#include "agent/files/fsout.h"
+#include "agent/fs/fsout.h"
 #include "agent/core/io.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,14 +78,14 @@ int fsout_ok(void)
     return rc;
 }
 
-const char *fs_errno_name(int e)
+const char *fsout_errno_name(int e)
 {
     for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++)
         if (errno_names[i].e == e) return errno_names[i].name;
     return NULL;
 }
 
-int fs_errno_status(int e)
+int fsout_status(int e)
 {
     switch (e) {
     case ENOENT:
@@ -106,20 +106,20 @@ int fs_errno_status(int e)
     }
 }
 
-int fs_error_json(struct buf *b, int e, const char *message, const char *path)
+int fsout_error_json(struct buf *b, int e, const char *message, const char *path)
 {
     char code[32];
-    const char *name = e == FS_ENOTREG ? "ENOTREG" : fs_errno_name(e);
+    const char *name = e == FS_ENOTREG ? "ENOTREG" : fsout_errno_name(e);
     if (!name) {
         /* An errno newer than our table: still a stable, parseable code. */
         snprintf(code, sizeof code, "E%d", e);
         name = code;
     }
-    if (!message) message = e == FS_ENOTREG ? "Not a regular file" : strerror(e);
+    if (!message) message = fs_strerror(e);
     if (jsonw_key(b, "error") < 0 || buf_putc(b, '{') < 0 || jsonw_key(b, "code") < 0 ||
         jsonw_cstr(b, name) < 0 || buf_puts(b, ", ") < 0 || jsonw_key(b, "errno") < 0)
         return -1;
-    if (e == FS_ENOTREG ? buf_puts(b, "null") : buf_printf(b, "%d", e)) return -1;
+    if ((e == FS_ENOTREG ? buf_puts(b, "null") : buf_put_i64(b, e)) < 0) return -1;
     if (buf_puts(b, ", ") < 0 || jsonw_key(b, "message") < 0 ||
         jsonw_str(b, message, strlen(message), JSONW_REPLACE) < 0 || buf_puts(b, ", ") < 0 ||
         jsonw_key(b, "path") < 0 || jsonw_cstr(b, path ? path : "") < 0)
@@ -127,86 +127,45 @@ int fs_error_json(struct buf *b, int e, const char *message, const char *path)
     return buf_putc(b, '}');
 }
 
-int fs_fail(const char *op, int e, const char *message, const char *path)
+int fsout_fail(const char *op, int e, const char *message, const char *path)
 {
     struct buf b;
     /* Bounded by the path (argv or a tree path) plus a short message. */
     buf_init(&b, (size_t)-1 / 2);
-    const char *msg = message ? message : e == FS_ENOTREG ? "Not a regular file" : strerror(e);
+    const char *msg = message ? message : fs_strerror(e);
     log_warn("fs %s: %s: %s", op, path ? path : "", msg);
-    if (buf_puts(&b, "{\"ok\": false, ") == 0 && fs_error_json(&b, e, message, path) == 0 &&
+    if (buf_puts(&b, "{\"ok\": false, ") == 0 && fsout_error_json(&b, e, message, path) == 0 &&
         buf_putc(&b, '}') == 0)
         fsout_line(&b);
     else
         log_error("fs %s: out of memory", op);
     buf_free(&b);
-    return fs_errno_status(e);
+    return fsout_status(e);
 }
 
-const char *fs_type_name(mode_t m)
+int fsout_fail_err(const char *op, struct fs_err *e, const char *fd_name)
 {
-    switch (m & S_IFMT) {
-    case S_IFREG: return "file";
-    case S_IFDIR: return "dir";
-    case S_IFLNK: return "symlink";
-    case S_IFIFO: return "fifo";
-    case S_IFSOCK: return "socket";
-    case S_IFCHR: return "char";
-    case S_IFBLK: return "block";
-    default: return "unknown";
-    }
+    int rc = fsout_fail(op, e->errnum, e->message, e->at_fd ? fd_name : e->path);
+    fs_err_free(e);
+    return rc;
 }
 
-double fs_mtime(const struct stat *st)
+int fsout_entry_json(struct buf *b, const struct fs_entry *ent)
 {
-    /* Exactly CPython's fill_time(): (double)sec + nsec * 1e-9. */
-    return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec * 1e-9;
-}
-
-int fs_entry_json(struct buf *b, const char *name, size_t nlen, const char *path, size_t plen,
-                  const struct stat *st, const char *target, size_t tlen)
-{
+    const struct stat *st = &ent->st;
     if (buf_putc(b, '{') < 0 || jsonw_key(b, "name") < 0 ||
-        jsonw_str(b, name, nlen, JSONW_SURROGATEESCAPE) < 0 || buf_puts(b, ", ") < 0 ||
-        jsonw_key(b, "path") < 0 || jsonw_str(b, path, plen, JSONW_SURROGATEESCAPE) < 0 ||
+        jsonw_str(b, ent->name, ent->nlen, JSONW_SURROGATEESCAPE) < 0 || buf_puts(b, ", ") < 0 ||
+        jsonw_key(b, "path") < 0 || jsonw_str(b, ent->path, ent->plen, JSONW_SURROGATEESCAPE) < 0 ||
         buf_puts(b, ", ") < 0 || jsonw_key(b, "type") < 0 ||
         jsonw_cstr(b, fs_type_name(st->st_mode)) < 0 ||
         buf_puts(b, ", \"size\": ") < 0 || buf_put_i64(b, (long long)st->st_size) < 0 ||
         buf_puts(b, ", \"mode\": ") < 0 || buf_put_u64(b, st->st_mode & 07777, 0) < 0 ||
-        buf_puts(b, ", \"mtime\": ") < 0 ||
-        jsonw_double(b, fs_mtime(st)) < 0 ||
+        buf_puts(b, ", \"mtime\": ") < 0 || jsonw_double(b, fs_mtime(st)) < 0 ||
         buf_puts(b, ", \"uid\": ") < 0 || buf_put_u64(b, st->st_uid, 0) < 0 ||
         buf_puts(b, ", \"gid\": ") < 0 || buf_put_u64(b, st->st_gid, 0) < 0)
         return -1;
-    if (target && (buf_puts(b, ", ") < 0 || jsonw_key(b, "target") < 0 ||
-                   jsonw_str(b, target, tlen, JSONW_SURROGATEESCAPE) < 0))
+    if (ent->target && (buf_puts(b, ", ") < 0 || jsonw_key(b, "target") < 0 ||
+                        jsonw_str(b, ent->target, ent->tlen, JSONW_SURROGATEESCAPE) < 0))
         return -1;
     return buf_putc(b, '}');
-}
-
-char *fs_readlink(int dirfd, const char *name, size_t *len)
-{
-    size_t cap = 256;
-    for (;;) {
-        char *p = malloc(cap);
-        if (!p) return NULL;
-        ssize_t n = readlinkat(dirfd, name, p, cap);
-        if (n < 0) {
-            int e = errno;
-            free(p);
-            errno = e;
-            return NULL;
-        }
-        if ((size_t)n < cap) {
-            *len = (size_t)n;
-            return p;
-        }
-        free(p);
-        /* Truncated: try larger, up to a bound no real target reaches. */
-        if (cap >= 65536) {
-            errno = ENAMETOOLONG;
-            return NULL;
-        }
-        cap *= 4;
-    }
 }

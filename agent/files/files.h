@@ -1,0 +1,138 @@
+/*
+ * files.h - the file service: the operations behind `fs` (and, later, the
+ * filesystem API of `serve`), with no output format of their own.
+ *
+ * Each operation returns 0, or -1 with a struct fs_err saying which errno,
+ * which path and what text; the caller formats results and errors its own
+ * way (the fs mode: one `__SBX_FS__` line and an exit status). Data flows
+ * through fds the caller gives (write's input, read's output) and listings
+ * through a callback, one entry at a time, so memory stays bounded however
+ * large the directory or the file. Paths are bytes, taken as given.
+ *
+ * The service knows nothing of stdout, sentinels or exit statuses. It logs
+ * only what it skips or cannot clean up (one stderr line each).
+ */
+#ifndef SA_FILES_H
+#define SA_FILES_H
+
+#include "agent/core/err.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Pseudo-errno for "not a regular file" (a FIFO, a device, a /proc stream):
+ * no errno says it. */
+#define FS_ENOTREG (-1)
+
+struct fs_err {
+    int errnum;            /* an errno value, or FS_ENOTREG */
+    int at_fd;             /* the caller's fd failed (read's out_fd, write's in_fd); path is NULL */
+    char *path;            /* malloc'd: the path that failed, e.g. remove's failing descendant */
+    char message[ERR_LEN]; /* fs_strerror(errnum), unless the operation says more */
+};
+
+/* Release e->path (the rest needs no freeing); e may be reused after. */
+void fs_err_free(struct fs_err *e);
+/* strerror(errnum), or "Not a regular file" for FS_ENOTREG. */
+const char *fs_strerror(int errnum);
+
+/* One directory entry, or the entry of stat. path is NUL-terminated (plen
+ * bytes without the NUL); name is nlen bytes (in stat, the last component of
+ * path, which a '/' may follow). */
+struct fs_entry {
+    const char *name;
+    size_t nlen;
+    const char *path;
+    size_t plen;
+    struct stat st;
+    char *target; /* a symlink's target (tlen bytes, not NUL-terminated), or NULL */
+    size_t tlen;
+};
+
+/* "file", "dir", "symlink", "fifo", "socket", "char", "block" (or "unknown"). */
+const char *fs_type_name(mode_t m);
+/* st_mtime as Python's os.stat gives it: sec + nsec * 1e-9, as a double. */
+double fs_mtime(const struct stat *st);
+
+/* Path helpers (pure). */
+/* Join a directory path and a name as os.path.join does (no doubled '/'),
+ * malloc'd. NULL when out of memory. */
+char *fs_join(const char *dir, const char *name);
+/* The last component, trailing slashes aside ("a/b/" -> "b"; "/" and "//"
+ * stay "/"): a pointer into path, *len bytes. */
+const char *fs_last_name(const char *path, size_t *len);
+/* A malloc'd copy without trailing slashes ("a/b//" -> "a/b", "/" and "//"
+ * -> "/"). NULL when out of memory. */
+char *fs_strip_slashes(const char *path);
+/* ".NAME" beside target, NAME cut to 200 bytes, into out (cap bytes): the
+ * start of a temporary name on the same filesystem. Fails (-1) unless slack
+ * more bytes still fit after it. Returns the length written. */
+int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack);
+
+/* ---- the operations ---- */
+
+/* Called once per entry of a listing, in readdir order. Returns 0 to go on,
+ * or an errno value to stop the listing, which then fails with it. */
+typedef int (*fs_list_fn)(void *ctx, const struct fs_entry *ent);
+
+/* The entries of directory path, without "." and "..": lstat'ed, with the
+ * target of each symlink (NULL when unreadable: still an entry). An entry
+ * that vanishes mid-listing is skipped. Entry paths are joined as
+ * os.path.join does. */
+int fs_list(const char *path, fs_list_fn fn, void *ctx, struct fs_err *e);
+
+/* One entry: lstat, or stat with follow; the target of a symlink not
+ * followed. name is the last component of path. Free with fs_entry_free. */
+int fs_stat(const char *path, int follow, struct fs_entry *ent, struct fs_err *e);
+void fs_entry_free(struct fs_entry *ent);
+
+/* Create directory path (with parents); *created is 0 when a directory was
+ * there already. has_mode: exactly that mode, the umask aside. */
+int fs_mkdir(const char *path, int parents, int has_mode, mode_t mode, int *created, struct fs_err *e);
+
+/* Remove a file, an empty directory, or (recursive) a tree without following
+ * a symlink, with bounded fds at any depth; never "/" by any name, nor "."
+ * or "..". Stops at the first failure, which names its path. A trailing '/'
+ * still names the entry itself (a symlink, not what it points to). */
+int fs_remove(const char *path, int recursive, struct fs_err *e);
+
+/* Rename src to dst (dst is the new name, as mv -T); without overwrite an
+ * existing dst is refused. Across filesystems: a copy under a temporary
+ * name beside dst, renamed into place, then src removed. */
+int fs_move(const char *src, const char *dst, int overwrite, struct fs_err *e);
+
+struct fs_write_opts {
+    int has_mode;
+    mode_t mode;
+    int parents;       /* create missing parent directories */
+    int append;        /* write in place at the end instead of replacing */
+    int guard_signals; /* a one-shot process: a fatal signal mid-write removes the
+                        * temporary file (installs handlers; not for a process
+                        * with signal handling of its own) */
+};
+
+/* in_fd to EOF into path: atomically (temporary file beside it, fsync,
+ * rename) unless append. A symlink is written through. *bytes: the count.
+ * One write at a time per process (the temporary name is kept where a
+ * signal handler can find it). Errors of in_fd have e->at_fd set. */
+int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
+             struct fs_err *e);
+
+/* A regular file opened for reading: never a FIFO, a device or a /proc stream. */
+struct fs_file {
+    int fd;
+    long long size; /* as fstat saw it on the opened fd */
+    const char *path; /* the caller's, for errors */
+};
+
+int fs_read_open(const char *path, struct fs_file *f, struct fs_err *e);
+/* Copy up to len bytes at offset to out_fd (blocking or not). *length: the
+ * bytes copied (fewer only if the file shrank); *eof: nothing is left past
+ * them. Errors of out_fd have e->at_fd set. */
+int fs_read_copy(struct fs_file *f, uint64_t offset, long long len, int out_fd, long long *length,
+                 int *eof, struct fs_err *e);
+void fs_read_close(struct fs_file *f);
+
+#endif

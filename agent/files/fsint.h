@@ -1,0 +1,69 @@
+/*
+ * fsint.h - what the file service's own files share and no caller sees:
+ * filling a struct fs_err, the root and dot-name checks, readlink, mkdir -p
+ * of a parent, the tree removal (fsremove.c) and the cross-filesystem copy
+ * (fscopy.c) that move builds on.
+ *
+ * Every operation leaves its struct fs_err alone on success and fills all of
+ * it on failure (the caller need not initialise it); to replace a failure
+ * already recorded, fs_err_free it first.
+ */
+#ifndef SA_FSINT_H
+#define SA_FSINT_H
+
+#include "agent/files/files.h"
+
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+/* Entering a directory never follows a symlink. */
+#define FS_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* e = {errnum, path (copied), fs_strerror(errnum)}; returns -1. Out of
+ * memory for the copy: ENOMEM, path NULL. */
+int fs_fail(struct fs_err *e, int errnum, const char *path);
+/* The same with path already malloc'd (taken; NULL means out of memory). */
+int fs_fail_take(struct fs_err *e, int errnum, char *path);
+/* The same with message instead of the errno's text. */
+int fs_fail_msg(struct fs_err *e, int errnum, const char *path, const char *message);
+/* The caller's fd failed: at_fd set, no path. */
+int fs_fail_fd(struct fs_err *e, int errnum);
+
+/* "." or "..". */
+int fs_is_dots(const char *name);
+/* The directory st is "/" (compared by device and inode, so a bind mount of
+ * / is caught too). */
+int fs_is_root(const struct stat *st);
+
+/*
+ * readlinkat into a malloc'd buffer (not NUL-terminated); *len is set.
+ * Returns NULL with errno set. Bounded at FS_LINK_MAX (PATH_MAX is 4 KiB on
+ * Linux): a longer target is ENAMETOOLONG.
+ */
+#define FS_LINK_MAX (64 * 1024)
+char *fs_readlink(int dirfd, const char *name, size_t *len);
+
+/* Create the parent directories of path (mkdir -p of its dirname). Returns
+ * 0, or -1 with errno set. */
+int fs_make_parents(const char *path);
+
+/*
+ * Remove the tree at name (relative to dirfd, or a path with AT_FDCWD)
+ * without following symlinks, holding a bounded number of fds whatever its
+ * depth. Stops at the first failure: 0, or -1 with e naming the path that
+ * failed (prefixed by `shown`, the name the caller knows the tree by).
+ * (fsremove.c)
+ */
+int fs_remove_tree(int dirfd, const char *name, const char *shown, struct fs_err *e);
+
+/*
+ * Copy the entry sname of sfd (already lstat'ed into st) to the new name
+ * dname of dfd: files, directories (recursively), symlinks and special
+ * files, with mode, owner (as root) and times. spath names the source in
+ * errors. (fscopy.c)
+ */
+int fs_copy_entry(int sfd, const char *sname, int dfd, const char *dname, const struct stat *st,
+                  const char *spath, struct fs_err *e);
+
+#endif

@@ -1,0 +1,173 @@
+/*
+ * test_files.c - the file service's shared pieces (agent/files/files.c):
+ * path helpers, entry helpers, the error record.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "agent/files/files.h"
+#include "agent/files/fsint.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void join_is(const char *dir, const char *name, const char *want)
+{
+    char *p = fs_join(dir, name);
+    assert_non_null(p);
+    assert_string_equal(p, want);
+    free(p);
+}
+
+static void test_join(void **s)
+{
+    (void)s;
+    /* As os.path.join(dir, name) for a relative name. */
+    join_is("a", "b", "a/b");
+    join_is("a/", "b", "a/b");
+    join_is("a//", "b", "a//b");
+    join_is("/", "b", "/b");
+    join_is("", "b", "b");
+    join_is("a", "", "a/");
+    join_is("d\xff", "n\n", "d\xff/n\n");
+}
+
+static void last_is(const char *path, const char *want)
+{
+    size_t n;
+    const char *p = fs_last_name(path, &n);
+    assert_true(p >= path && p + n <= path + strlen(path));
+    if (n != strlen(want) || memcmp(p, want, n)) fail_msg("last name of '%s': '%.*s', want '%s'", path, (int)n, p, want);
+}
+
+static void test_last_name(void **s)
+{
+    (void)s;
+    last_is("a/b", "b");
+    last_is("a/b//", "b");
+    last_is("b", "b");
+    last_is("/a", "a");
+    last_is("/", "/");
+    last_is("//", "/");
+    last_is("a/..", "..");
+    last_is(".", ".");
+}
+
+static void strip_is(const char *path, const char *want)
+{
+    char *p = fs_strip_slashes(path);
+    assert_non_null(p);
+    assert_string_equal(p, want);
+    free(p);
+}
+
+static void test_strip_slashes(void **s)
+{
+    (void)s;
+    strip_is("a/b//", "a/b");
+    strip_is("a", "a");
+    strip_is("/", "/");
+    strip_is("//", "/");
+    strip_is("", "");
+    strip_is("a//b", "a//b");
+}
+
+static void test_tmp_prefix(void **s)
+{
+    (void)s;
+    char out[PATH_MAX + 64];
+    assert_int_equal(fs_tmp_prefix(out, sizeof out, "d/e/name", 16), 9);
+    assert_string_equal(out, "d/e/.name");
+    assert_int_equal(fs_tmp_prefix(out, sizeof out, "name", 16), 5);
+    assert_string_equal(out, ".name");
+    /* The name part is cut to 200 bytes, so the whole stays under NAME_MAX. */
+    char longname[300];
+    memset(longname, 'n', 299);
+    longname[299] = '\0';
+    assert_int_equal(fs_tmp_prefix(out, sizeof out, longname, 16), 201);
+    assert_int_equal(strlen(out), 201);
+    /* Without room for the suffix: refused. */
+    assert_int_equal(fs_tmp_prefix(out, 10, "d/name", 4), -1);
+    assert_int_equal(fs_tmp_prefix(out, 11, "d/name", 4), 7);
+}
+
+static void test_dots(void **s)
+{
+    (void)s;
+    assert_true(fs_is_dots("."));
+    assert_true(fs_is_dots(".."));
+    assert_false(fs_is_dots("..."));
+    assert_false(fs_is_dots(".a"));
+    assert_false(fs_is_dots(""));
+}
+
+static void test_entry_helpers(void **s)
+{
+    (void)s;
+    assert_string_equal(fs_type_name(S_IFREG | 0644), "file");
+    assert_string_equal(fs_type_name(S_IFDIR), "dir");
+    assert_string_equal(fs_type_name(S_IFLNK), "symlink");
+    assert_string_equal(fs_type_name(S_IFIFO), "fifo");
+    assert_string_equal(fs_type_name(S_IFSOCK), "socket");
+    assert_string_equal(fs_type_name(S_IFCHR), "char");
+    assert_string_equal(fs_type_name(S_IFBLK), "block");
+    assert_string_equal(fs_type_name(0), "unknown");
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    st.st_mtim.tv_sec = 1700000000;
+    st.st_mtim.tv_nsec = 123456789;
+    /* CPython's fill_time(): sec + nsec * 1e-9, in that order. */
+    assert_true(fs_mtime(&st) == (double)1700000000 + (double)123456789 * 1e-9);
+}
+
+static void test_errors(void **s)
+{
+    (void)s;
+    struct fs_err e;
+    assert_int_equal(fs_fail(&e, ENOENT, "/a"), -1);
+    assert_int_equal(e.errnum, ENOENT);
+    assert_false(e.at_fd);
+    assert_string_equal(e.path, "/a");
+    assert_string_equal(e.message, strerror(ENOENT));
+    fs_err_free(&e);
+    assert_null(e.path);
+
+    assert_int_equal(fs_fail_msg(&e, EBUSY, "/", "Refusing to remove /"), -1);
+    assert_int_equal(e.errnum, EBUSY);
+    assert_string_equal(e.message, "Refusing to remove /");
+    fs_err_free(&e);
+
+    assert_int_equal(fs_fail(&e, FS_ENOTREG, "/dev/null"), -1);
+    assert_string_equal(e.message, "Not a regular file");
+    assert_string_equal(fs_strerror(FS_ENOTREG), "Not a regular file");
+    fs_err_free(&e);
+
+    assert_int_equal(fs_fail_fd(&e, EPIPE), -1);
+    assert_true(e.at_fd);
+    assert_null(e.path);
+    assert_string_equal(e.message, strerror(EPIPE));
+
+    /* A path the caller already allocated; NULL is out of memory. */
+    assert_int_equal(fs_fail_take(&e, EIO, strdup("x/y")), -1);
+    assert_string_equal(e.path, "x/y");
+    fs_err_free(&e);
+    assert_int_equal(fs_fail_take(&e, EIO, NULL), -1);
+    assert_int_equal(e.errnum, ENOMEM);
+    assert_null(e.path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_join),      cmocka_unit_test(test_last_name),
+        cmocka_unit_test(test_strip_slashes), cmocka_unit_test(test_tmp_prefix),
+        cmocka_unit_test(test_dots),      cmocka_unit_test(test_entry_helpers),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
