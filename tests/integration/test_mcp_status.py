@@ -113,4 +113,7 @@ def test_exit_0_even_when_stdout_fails(tmp_path, stdout):
             p = subprocess.run([AGENT, "mcp-status"] + args, stderr=subprocess.PIPE, timeout=TIMEOUT,
                                env=clean_env(), **kw)
             assert p.returncode == 0, p.stderr
-            assert b"cannot write" in p.stderr
+            # A closed stdout is /dev/null by the time the answer is written
+            # (every mode opens it on a closed 0-2 first): nothing to say then.
+            if stdout == "full":
+                assert b"cannot write" in p.stderr
