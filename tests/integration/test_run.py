@@ -417,11 +417,14 @@ def test_orphans_reaped(pid1, tmp):
 
 def test_subreaper_when_not_pid1(tmp):
     # The orphan prints its parent after its own parent exited: it must be the agent.
-    j = Job(py("import os,time\nr,w=os.pipe()\nif os.fork()==0:\n    if os.fork()==0:\n"
+    # The job waits until the orphan has printed: had it exited first, the
+    # agent would have reported and exited too, and the orphan's parent would
+    # no longer be the agent (a race the test lost under load).
+    j = Job(py("import os\nr,w=os.pipe()\nr2,w2=os.pipe()\nif os.fork()==0:\n    if os.fork()==0:\n"
                "        os.close(w); os.read(r,1)\n        print('orphan-parent', os.getppid(), flush=True)\n"
-               "        os._exit(0)\n    os._exit(0)\nos.wait()\nos.close(r)\nos.write(w,b'x')\n"
-               "os.close(w)\ntime.sleep(0) \nprint('parent-done', flush=True)\n"
-               "import select\n"), pid1=False, env=result_env(tmp))
+               "        os.write(w2,b'y')\n        os._exit(0)\n    os._exit(0)\nos.wait()\nos.close(r)\n"
+               "os.write(w,b'x')\nos.close(w)\nos.close(w2)\nos.read(r2,1)\nprint('parent-done', flush=True)\n"),
+            pid1=False, env=result_env(tmp))
     line = j.wait_text("orphan-parent")
     assert int(line.split()[1]) == j.p.pid
     j.finish()
