@@ -275,6 +275,10 @@ static void on_head(struct conn *c)
     c->since = ev_now(c->srv->loop);
     c->srv->app.on_head(c, c->srv->app.ctx);
     if (c->dying) return;
+    if (!c->responded && httpreq_body_check(&c->req) < 0) {
+        refuse(c, httpreq_status(&c->req), httpreq_why(&c->req));
+        return;
+    }
     if (c->responded && httpreq_body_expected(&c->req)) {
         c->req_done = 1; /* refused at its head: the body is dropped */
         c->st = ST_RESPOND;

@@ -208,7 +208,13 @@ enum httpreq_event httpreq_feed(struct httpreq *r, const char *p, size_t n, size
 int httpreq_body_buffer(struct httpreq *r, size_t max)
 {
     r->body.max = max;
-    if (!(r->p.flags & F_CHUNKED) && r->p.content_length != ULLONG_MAX &&
+    return httpreq_body_check(r);
+}
+
+int httpreq_body_check(struct httpreq *r)
+{
+    size_t max = r->body.max;
+    if (!r->sink && !(r->p.flags & F_CHUNKED) && r->p.content_length != ULLONG_MAX &&
         r->p.content_length > max) {
         fail(r, 413, "request body too large");
         r->phase = PH_ERROR;

@@ -63,6 +63,9 @@ enum httpreq_event httpreq_feed(struct httpreq *r, const char *p, size_t n, size
  * 413) when Content-Length already says it is larger. The default is a
  * buffer of SERVE_BODY_MAX. */
 int httpreq_body_buffer(struct httpreq *r, size_t max);
+/* After HTTPREQ_HEAD and the choice: with no sink, refuse a Content-Length
+ * past the buffer's bound now (-1, status 413) rather than after reading. */
+int httpreq_body_check(struct httpreq *r);
 /* After HTTPREQ_HEAD: hand each piece of the body to fn instead. */
 void httpreq_body_sink(struct httpreq *r, httpreq_body_fn fn, void *ctx);
 /* 1 when the request has a body still to come after its head. */

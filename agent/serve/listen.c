@@ -20,6 +20,9 @@
 #include <unistd.h>
 
 #define HOST_MAX 64 /* longer than any numeric address */
+/* Clients waiting to be accepted (the kernel caps it at net.core.somaxconn);
+ * musl's SOMAXCONN is 128, less than an SDK's connection pool. */
+#define BACKLOG 1024
 
 static int parse_unix(const char *path, struct listen_addr *a, char *err)
 {
@@ -142,7 +145,7 @@ int listen_open(const struct listen_addr *a, char *err)
         err_set(err, "bind: %s", strerror(errno));
         goto fail;
     }
-    if (listen(fd, SOMAXCONN) < 0) {
+    if (listen(fd, BACKLOG) < 0) {
         err_set(err, "listen: %s", strerror(errno));
         goto fail;
     }
