@@ -1,5 +1,6 @@
 /*
- * conn.c - one HTTP/1.x connection (see conn.h).
+ * conn.c - the reading half of a connection (see conn.h): requests in, the
+ * states, the timers and the end; responses go out through respond.c.
  *
  * States, in the order a request goes through them:
  *   HEAD     waiting for a request head; the whole head must arrive within the
@@ -14,9 +15,7 @@
  * arrive before the first is answered are not parsed: the first is answered,
  * then the connection closes (no pipelining).
  */
-#include "agent/serve/conn.h"
-#include "agent/serve/httpresp.h"
-#include "agent/serve/outq.h"
+#include "agent/serve/connpriv.h"
 #include "agent/serve/server.h"
 #include "agent/core/log.h"
 
@@ -26,36 +25,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum conn_state { ST_HEAD, ST_BODY, ST_HANDLE, ST_RESPOND, ST_LINGER };
-
 /* Bytes after the request that are dropped before reading stops; and the
  * most a lingering connection drops. */
 #define DISCARD_MAX (64u * 1024u)
 #define LINGER_MAX (1024u * 1024u)
-
-struct conn {
-    struct server *srv;
-    struct conn *prev, *next;
-    int fd;
-    unsigned id;
-    ev_io rio, wio;
-    ev_timer timer;
-    double since;          /* start of the wait, or the last progress */
-    enum conn_state st;
-    struct httpreq req;
-    struct outq out;
-    struct conn_hooks hooks;
-    enum httpresp_framing framing;
-    size_t discarded;
-    unsigned got_bytes : 1;   /* some of this request's head arrived */
-    unsigned req_done : 1;    /* the request is read (or will not be) */
-    unsigned responded : 1;   /* the response has begun */
-    unsigned finished : 1;    /* ... and is wholly queued */
-    unsigned streaming : 1;
-    unsigned blocked : 1;     /* conn_write returned 0: call more when drained */
-    unsigned close_after : 1;
-    unsigned dying : 1;
-};
 
 static char rbuf[64 * 1024]; /* one loop, one read at a time */
 
@@ -77,7 +50,7 @@ static double state_limit(const struct conn *c)
 }
 
 /* (Re)arm the timer for the state; the wait counts from c->since. */
-static void timer_arm(struct conn *c)
+void conn_timer_arm(struct conn *c)
 {
     struct ev_loop *loop = c->srv->loop;
     double lim = state_limit(c);
@@ -117,31 +90,6 @@ static void destroy(struct conn *c)
     server_conn_closed(s);
 }
 
-/* Write what the socket takes. Returns 0, or -1 when the connection failed. */
-static int flush(struct conn *c)
-{
-    size_t n;
-    const char *p;
-    while ((p = outq_peek(&c->out, &n))) {
-        ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
-        if (k > 0) {
-            outq_done(&c->out, (size_t)k);
-            c->since = ev_now(c->srv->loop);
-        } else if (k < 0 && errno == EINTR) {
-            continue;
-        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            break;
-        } else {
-            log_debug("serve: connection %u: write: %s", c->id, strerror(errno));
-            conn_kill(c);
-            return -1;
-        }
-    }
-    if (outq_len(&c->out)) ev_io_start(c->srv->loop, &c->wio);
-    else ev_io_stop(c->srv->loop, &c->wio);
-    return 0;
-}
-
 static void linger(struct conn *c)
 {
     if (shutdown(c->fd, SHUT_WR) < 0) {
@@ -152,11 +100,11 @@ static void linger(struct conn *c)
     c->since = ev_now(c->srv->loop);
     c->discarded = 0;
     ev_io_start(c->srv->loop, &c->rio);
-    timer_arm(c);
+    conn_timer_arm(c);
 }
 
 /* Request read and response written: the next request, or the end. */
-static void maybe_next(struct conn *c)
+void conn_maybe_next(struct conn *c)
 {
     if (c->dying || !c->req_done || !c->finished || outq_len(&c->out)) return;
     if (c->close_after || !httpreq_keep_alive(&c->req) || c->srv->stopping) {
@@ -164,96 +112,13 @@ static void maybe_next(struct conn *c)
         return;
     }
     httpreq_reset(&c->req);
-    c->got_bytes = c->req_done = c->responded = c->finished = c->streaming = c->blocked = 0;
+    c->got_bytes = c->have_head = c->req_done = c->responded = c->finished = 0;
+    c->streaming = c->blocked = 0;
     c->discarded = 0;
     c->st = ST_HEAD;
     c->since = ev_now(c->srv->loop);
     ev_io_start(c->srv->loop, &c->rio);
-    timer_arm(c);
-}
-
-/* The response is wholly queued: the producer is done with c. */
-static void finish(struct conn *c)
-{
-    c->finished = 1;
-    memset(&c->hooks, 0, sizeof c->hooks);
-    if (flush(c) < 0) return;
-    timer_arm(c);
-    maybe_next(c);
-}
-
-/* Begin a response: the head, with the framing and Connection it needs. */
-static int begin(struct conn *c, int status, const char *ctype, const char *extra,
-                 enum httpresp_framing framing, size_t length)
-{
-    if (c->dying || c->responded) return -1;
-    if (!c->req_done && httpreq_body_expected(&c->req)) c->close_after = 1; /* body unread */
-    if (c->st == ST_HEAD || !httpreq_keep_alive(&c->req) || c->srv->stopping ||
-        framing == HTTPRESP_EOF)
-        c->close_after = 1;
-    struct httpresp h = {status, ctype, extra, framing, length, c->close_after,
-                         !httpreq_http11(&c->req)};
-    c->responded = 1;
-    c->framing = framing;
-    if (c->req_done) c->st = ST_RESPOND;
-    if (httpresp_head(&c->out, &h) < 0) {
-        conn_kill(c);
-        return -1;
-    }
-    return 0;
-}
-
-int conn_respond(struct conn *c, int status, const char *ctype, const char *extra,
-                 const void *body, size_t n)
-{
-    if (begin(c, status, ctype, extra, HTTPRESP_LENGTH, n) < 0) return -1;
-    if (outq_put(&c->out, body, n) < 0) {
-        conn_kill(c);
-        return -1;
-    }
-    finish(c);
-    return 0;
-}
-
-int conn_stream_begin(struct conn *c, int status, const char *ctype, const char *extra)
-{
-    int chunked = httpreq_http11(&c->req);
-    if (begin(c, status, ctype, extra, chunked ? HTTPRESP_CHUNKED : HTTPRESP_EOF, 0) < 0)
-        return -1;
-    c->streaming = 1;
-    if (flush(c) < 0) return -1;
-    timer_arm(c);
-    return 0;
-}
-
-int conn_write(struct conn *c, const void *p, size_t n)
-{
-    if (c->dying || !c->streaming || c->finished) return -1;
-    if (n == 0) return outq_len(&c->out) < CONN_HIGH_WATER;
-    /* A chunk of size 0 would end the body: n > 0 here. */
-    if ((c->framing == HTTPRESP_CHUNKED && outq_printf(&c->out, "%zx\r\n", n) < 0) ||
-        outq_put(&c->out, p, n) < 0 ||
-        (c->framing == HTTPRESP_CHUNKED && outq_put(&c->out, "\r\n", 2) < 0)) {
-        log_warn("serve: connection %u: stream past %u queued bytes; dropping it", c->id,
-                 (unsigned)CONN_QUEUE_MAX);
-        conn_kill(c);
-        return -1;
-    }
-    if (flush(c) < 0) return -1;
-    if (outq_len(&c->out) < CONN_HIGH_WATER) return 1;
-    c->blocked = 1;
-    return 0;
-}
-
-int conn_stream_end(struct conn *c)
-{
-    if (c->dying || !c->streaming || c->finished) return -1;
-    if (c->framing == HTTPRESP_CHUNKED && outq_put(&c->out, "0\r\n\r\n", 5) < 0) {
-        conn_kill(c);
-        return -1;
-    }
-    finish(c);
-    return 0;
+    conn_timer_arm(c);
 }
 
 static void refuse(struct conn *c, int status, const char *why)
@@ -271,6 +136,7 @@ static void refuse(struct conn *c, int status, const char *why)
 
 static void on_head(struct conn *c)
 {
+    c->have_head = 1;
     c->st = ST_BODY;
     c->since = ev_now(c->srv->loop);
     c->srv->app.on_head(c, c->srv->app.ctx);
@@ -282,12 +148,12 @@ static void on_head(struct conn *c)
     if (c->responded && httpreq_body_expected(&c->req)) {
         c->req_done = 1; /* refused at its head: the body is dropped */
         c->st = ST_RESPOND;
-        maybe_next(c);
+        conn_maybe_next(c);
     } else if (!c->responded && httpreq_expects_continue(&c->req) &&
                httpreq_body_expected(&c->req)) {
-        if (outq_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0 || flush(c) < 0) return;
+        if (outq_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0 || conn_flush(c) < 0) return;
     }
-    timer_arm(c);
+    conn_timer_arm(c);
 }
 
 static void on_done(struct conn *c, int pipelined)
@@ -296,11 +162,11 @@ static void on_done(struct conn *c, int pipelined)
     if (pipelined) c->close_after = 1;
     if (c->responded) {
         c->st = ST_RESPOND;
-        maybe_next(c);
+        conn_maybe_next(c);
         return;
     }
     c->st = ST_HANDLE;
-    timer_arm(c);
+    conn_timer_arm(c);
     c->srv->app.on_request(c, c->srv->app.ctx);
 }
 
@@ -355,14 +221,14 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;
-    if (flush(c) < 0) return;
+    if (conn_flush(c) < 0) return;
     if (c->blocked && outq_len(&c->out) < CONN_LOW_WATER) {
         c->blocked = 0;
         if (c->hooks.more) c->hooks.more(c, c->hooks.ctx);
     }
     if (c->dying) return;
-    timer_arm(c);
-    maybe_next(c);
+    conn_timer_arm(c);
+    conn_maybe_next(c);
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -375,7 +241,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
     double lim = state_limit(c);
     if (lim <= 0) return;
     if (ev_now(loop) < c->since + lim) {
-        timer_arm(c);
+        conn_timer_arm(c);
         return;
     }
     if ((c->st == ST_HEAD && c->got_bytes) || c->st == ST_BODY) {
@@ -406,7 +272,7 @@ struct conn *conn_open(struct server *s, int fd)
     c->st = ST_HEAD;
     c->since = ev_now(s->loop);
     ev_io_start(s->loop, &c->rio);
-    timer_arm(c);
+    conn_timer_arm(c);
     log_debug("serve: connection %u opened", c->id);
     return c;
 }
@@ -421,5 +287,5 @@ void conn_stop(struct conn *c)
     }
     if (c->hooks.stop) c->hooks.stop(c, c->hooks.ctx);
     else if (!c->responded) refuse(c, 503, "the agent is shutting down");
-    maybe_next(c);
+    conn_maybe_next(c);
 }

@@ -505,3 +505,42 @@ def test_sigterm_exits_0(serve):
     assert idle.closed() and keep.closed()
     partial.close()
     assert not os.path.exists(a.path)  # the socket file is removed
+
+
+def test_head_and_connect_methods(serve):
+    a = serve()
+    c = Client(a.sock())
+    c.send(request("HEAD", "/health"))
+    head = c._until(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 405") and b"Content-Length: " in head
+    # No body follows a response to HEAD: the next response comes right after.
+    c.send(request("GET", "/health"))
+    assert c.response().status == 204
+    c.close()
+    r = call(a, "CONNECT", "example.com:443")
+    assert r.status == 404
+    c = Client(a.sock())
+    c.send(request("GET", "/health", {"Upgrade": "h2c", "Connection": "Upgrade, HTTP2-Settings",
+                                      "HTTP2-Settings": "AAMAAABkAAQAAP__"}))
+    assert c.response().status == 204  # served as HTTP/1.1, the upgrade ignored
+    c.close()
+
+
+def test_token_never_reaches_a_child(agent, tmp_path):
+    """The token is protected like the nonce in every mode: a job run by
+    `run` finds it neither in its environment nor in the agent's."""
+    script = "\n".join([
+        "import os",
+        "t = %r" % TOKEN.encode(),
+        "mine = open('/proc/self/environ', 'rb').read()",
+        "try:",
+        "    agent = open('/proc/%d/environ' % os.getppid(), 'rb').read()",
+        "except OSError:",
+        "    agent = b''",
+        "print(t in mine, t in agent, 'SANDBOX_AGENT_TOKEN' in os.environ)",
+    ])
+    p = subprocess.run([agent, "run", "--", "/usr/bin/python3", "-c", script],
+                       env=clean_env(SANDBOX_AGENT_TOKEN=TOKEN, SANDBOX_RESULT=str(tmp_path / "r.json")),
+                       capture_output=True, timeout=TIMEOUT)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split(b"\n")[0] == b"False False False"
