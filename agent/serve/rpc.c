@@ -114,21 +114,29 @@ int rpc_send(struct rpc_call *call, const char *json, size_t n)
 {
     if (call->finished || call->m->kind != RPC_KIND_STREAM || begin_stream(call) < 0) return -1;
     struct buf *b = scratch_buf();
-    if (connect_envelope_put(b, 0, json, n) < 0) return -1;
+    if (connect_envelope_put(b, 0, json, n) < 0) {
+        log_warn("serve: %s: a message of %zu bytes is too large; dropping the call",
+                 call->m->path, n);
+        conn_kill(call->conn); /* cancel follows, as for any lost connection */
+        return -1;
+    }
     return conn_write(call->conn, b->data, b->len);
 }
 
-/* The end-stream message, with code (RPC_OK: none). */
+/* The end-stream message, with code (RPC_OK: none). A stream that cannot
+ * be ended properly loses its connection, so the client sees it end. */
 static int end_stream(struct rpc_call *call, enum rpc_code code, const char *msg)
 {
     struct buf body, *b = scratch_buf();
-    buf_init(&body, 64 * 1024);
+    buf_init(&body, CONN_QUEUE_MAX / 2);
     int rc = begin_stream(call);
     if (rc == 0 && (connect_end_json(&body, code, msg) < 0 ||
                     connect_envelope_put(b, CONNECT_FLAG_END, body.data, body.len) < 0 ||
                     conn_write(call->conn, b->data, b->len) < 0 ||
-                    conn_stream_end(call->conn) < 0))
+                    conn_stream_end(call->conn) < 0)) {
+        conn_kill(call->conn);
         rc = -1;
+    }
     buf_free(&body);
     finish(call);
     return rc;

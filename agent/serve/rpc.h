@@ -63,7 +63,8 @@ const struct rpc_method *rpc_method_of(const struct rpc_call *call);
 /* Unary: the response message (JSON text). Returns 0, or -1. */
 int rpc_reply(struct rpc_call *call, const char *json, size_t n);
 /* Stream: one message. Returns 1 (room for more), 0 (sent, but wait for
- * hooks.more before the next) or -1 (the call is over). */
+ * hooks.more before the next) or -1 (not sent: the connection is going and
+ * hooks.cancel follows; or the call is already over). */
 int rpc_send(struct rpc_call *call, const char *json, size_t n);
 /* Stream: the end-stream message {}. Returns 0, or -1. */
 int rpc_end(struct rpc_call *call);
