@@ -9,6 +9,7 @@
 #include "agent/core/sig.h"
 #include "agent/fs/fs.h"
 #include "agent/mcp/mcpstatus.h"
+#include "agent/serve/serve.h"
 #include "inotify/watch/watch.h"
 #include "runner/exec/exec.h"
 #include "runner/run/run.h"
@@ -31,6 +32,7 @@ static const char usage[] =
     "  watch ROOT RECURSIVE01 [TIMEOUT]   inotify watcher\n"
     "  exec [OPTIONS] -- CMD...   a bounded command, result as JSON\n"
     "  mcp-status [NAME]          MCP connector status from " MCP_STATUS_PATH "\n"
+    "  serve                      serve E2B's envd API over HTTP as PID 1\n"
     "\n"
     "`" SA_NAME " COMMAND --help` describes each command; --version prints the version.\n";
 
@@ -42,6 +44,7 @@ struct mode {
 static const struct mode modes[] = {
     {"run", run_main},       {"session", session_main}, {"fs", fs_main},
     {"watch", watch_main},   {"exec", exec_main},       {"mcp-status", mcp_status_main},
+    {"serve", serve_main},
 };
 
 int main(int argc, char **argv)

@@ -1,5 +1,5 @@
 /*
- * b64.c - unwrapped base64 encoding with libb64.
+ * b64.c - unwrapped base64 encoding and strict decoding with libb64.
  *
  * libb64's encoder counts complete 3-byte groups in state.stepcount and emits
  * '\n' when the count reaches 18 (72 output characters); its blockend adds a
@@ -11,6 +11,7 @@
  */
 #include "agent/core/b64.h"
 
+#include <b64/cdecode.h>
 #include <b64/cencode.h>
 
 #define GROUPS_PER_CALL 17
@@ -40,6 +41,50 @@ int b64_encode(struct buf *out, const void *data, size_t n)
     /* blockend always ends with '\n'; the protocol wants none. */
     if (tail > 0 && dst[w + (size_t)tail - 1] == '\n') tail--;
     w += (size_t)tail;
+    out->len += w;
+    return 0;
+}
+
+/* 1 for a character of either alphabet. libb64's own table must only ever
+ * see these: it reads past its end for '{' and above. */
+static int b64_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '+' || c == '/' || c == '-' || c == '_';
+}
+
+/* The length of s[0..n) without its padding, or -1 when s is not base64. */
+static long b64_data_len(const char *s, size_t n)
+{
+    size_t pad = 0;
+    while (pad < n && pad < 2 && s[n - 1 - pad] == '=') pad++;
+    if (pad && n % 4 != 0) return -1;
+    size_t len = n - pad;
+    if (len % 4 == 1) return -1;
+    for (size_t i = 0; i < len; i++)
+        if (!b64_char((unsigned char)s[i])) return -1;
+    return (long)len;
+}
+
+int b64_decode(struct buf *out, const char *s, size_t n)
+{
+    long len = b64_data_len(s, n);
+    if (len < 0) return -1;
+    size_t tail = (size_t)len % 4;
+    /* libb64 also stores the partial byte of a group, one past the decoded
+     * bytes: buf_reserve's room for a terminator holds it. */
+    if (buf_reserve(out, (size_t)len / 4 * 3 + (tail ? tail - 1 : 0)) < 0) return -1;
+    base64_decodestate st;
+    base64_init_decodestate(&st);
+    char chunk[CHUNK * 4 / 3 + 4];
+    size_t w = 0;
+    for (long i = 0; i < len;) {
+        size_t k = 0;
+        /* The URL-safe alphabet, in the standard one libb64 knows. */
+        for (; i < len && k < sizeof chunk; i++, k++)
+            chunk[k] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
+        w += (size_t)base64_decode_block(chunk, (int)k, out->data + out->len + w, &st);
+    }
     out->len += w;
     return 0;
 }

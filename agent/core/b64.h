@@ -1,7 +1,8 @@
 /*
  * b64.h - base64 (standard alphabet, '=' padding, never a line break) on top of
  * libb64. The protocol forbids line breaks; Debian's libb64 encoder inserts
- * one every 72 characters, so this file is the only caller of it.
+ * one every 72 characters, so this file is the only caller of it. Decoding
+ * is strict where libb64's decoder skips what it does not know.
  */
 #ifndef SA_B64_H
 #define SA_B64_H
@@ -12,5 +13,11 @@
 
 size_t b64_encoded_len(size_t n);
 int b64_encode(struct buf *out, const void *data, size_t n);
+
+/* Append the bytes that s[0..n) encodes: the standard or the URL-safe
+ * alphabet (as protobuf's JSON mapping accepts), '=' padding optional but
+ * correct when present, nothing else (no blanks, no line breaks). Returns 0,
+ * or -1 for text that is not base64 or when out's bound would be passed. */
+int b64_decode(struct buf *out, const char *s, size_t n);
 
 #endif

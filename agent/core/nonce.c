@@ -1,5 +1,5 @@
 /*
- * nonce.c - protecting SANDBOX_JOB_NONCE (see nonce.h).
+ * nonce.c - protecting SANDBOX_JOB_NONCE and SANDBOX_AGENT_TOKEN (see nonce.h).
  *
  * The bash runner did `unset`, which only edits the shell's copy: the kernel
  * keeps serving the original bytes through /proc/PID/environ for the life of
@@ -17,45 +17,48 @@
 
 extern char **environ;
 
-/* The value taken by the first call; later calls get a copy of it. */
-static char *taken;
-static size_t taken_len;
+/* Every variable kept from the workload; the first call takes them all. */
+static const char *const secret_names[] = {ENV_NONCE, ENV_TOKEN};
+#define NSECRETS (sizeof secret_names / sizeof secret_names[0])
+
+/* The values taken by the first call; later calls get a copy. */
+static struct nonce taken[NSECRETS];
 static int taken_done;
 
-static int take(const char **err);
+static int take_all(const char **err);
 
-int nonce_take(struct nonce *n, const char **err)
+int secret_take(const char *name, struct nonce *n, const char **err)
 {
-    if (!taken_done && take(err) < 0) return -1;
-    n->value = malloc(taken_len + 1);
-    if (!n->value) {
-        *err = "out of memory";
-        return -1;
+    if (!taken_done && take_all(err) < 0) return -1;
+    for (size_t i = 0; i < NSECRETS; i++) {
+        if (strcmp(secret_names[i], name) != 0) continue;
+        n->value = malloc(taken[i].len + 1);
+        if (!n->value) {
+            *err = "out of memory";
+            return -1;
+        }
+        memcpy(n->value, taken[i].value, taken[i].len + 1);
+        n->len = taken[i].len;
+        return 0;
     }
-    memcpy(n->value, taken, taken_len + 1);
-    n->len = taken_len;
-    return 0;
+    *err = "not a protected variable";
+    return -1;
 }
 
-static int take(const char **err)
-{
-    static const char name[] = ENV_NONCE "=";
-    const size_t nl = sizeof name - 1;
-    struct nonce one = {NULL, 0};
-    struct nonce *n = &one;
+int nonce_take(struct nonce *n, const char **err) { return secret_take(ENV_NONCE, n, err); }
 
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
-        *err = "cannot make the process non-dumpable (prctl PR_SET_DUMPABLE)";
-        return -1;
-    }
+/* Copy NAME's first value into n and overwrite every NAME=... entry in place
+ * (a duplicated entry must be wiped too; the first one wins, as getenv would
+ * return it). */
+static int take_one(const char *name, struct nonce *n, const char **err)
+{
+    const size_t nl = strlen(name);
     n->value = NULL;
     n->len = 0;
-    /* Walk environ by hand: a duplicated entry must be wiped too. The first
-     * one wins, as getenv would return it. */
     for (char **e = environ; e && *e; e++) {
-        if (strncmp(*e, name, nl) != 0) continue;
+        if (strncmp(*e, name, nl) != 0 || (*e)[nl] != '=') continue;
         if (!n->value) {
-            n->value = strdup(*e + nl);
+            n->value = strdup(*e + nl + 1);
             if (!n->value) {
                 *err = "out of memory";
                 return -1;
@@ -67,21 +70,27 @@ static int take(const char **err)
         volatile char *p = *e;
         for (size_t i = 0; p[i]; i++) p[i] = '\0';
     }
+    if (!n->value && !(n->value = strdup(""))) {
+        *err = "out of memory";
+        return -1;
+    }
+    return 0;
+}
+
+static int take_all(const char **err)
+{
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        *err = "cannot make the process non-dumpable (prctl PR_SET_DUMPABLE)";
+        return -1;
+    }
+    for (size_t i = 0; i < NSECRETS; i++)
+        if (take_one(secret_names[i], &taken[i], err) < 0) return -1;
     /* The wiped strings are now "" and no longer match; drop the slots so no
      * child sees an empty name. */
     char **w = environ;
     for (char **r = environ; r && *r; r++)
         if (**r) *w++ = *r;
     if (w) *w = NULL;
-    if (!n->value) {
-        n->value = strdup("");
-        if (!n->value) {
-            *err = "out of memory";
-            return -1;
-        }
-    }
-    taken = n->value;
-    taken_len = n->len;
     taken_done = 1;
     return 0;
 }

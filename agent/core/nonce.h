@@ -1,7 +1,9 @@
 /*
- * nonce.h - taking the per-run secret out of reach of the workload.
+ * nonce.h - taking the agent's secrets out of reach of the workload: the
+ * per-run nonce (SANDBOX_JOB_NONCE) and serve's access token
+ * (SANDBOX_AGENT_TOKEN).
  *
- * Owns the secret's only copy. Must run before anything forks, logs the
+ * Owns the secrets' only copies. Must run before anything forks, logs the
  * environment or calls setenv: it wipes the kernel-visible environment block.
  */
 #ifndef SA_NONCE_H
@@ -15,13 +17,16 @@ struct nonce {
 };
 
 /*
- * Make the process non-dumpable, copy SANDBOX_JOB_NONCE, overwrite every
- * occurrence of it in the environment block in place (what /proc/PID/environ
- * shows), and remove it from environ so no child inherits it.
- * The work happens once per process; every call (main.c's, then the mode's)
- * gets its own heap copy of the value in n, to free.
+ * Make the process non-dumpable, copy every protected variable, overwrite
+ * each occurrence of them in the environment block in place (what
+ * /proc/PID/environ shows), and remove them from environ so no child
+ * inherits them. The work happens once per process, on the first call of
+ * either function; every call (main.c's, then the mode's) gets its own heap
+ * copy of the value in n, to free ("" when the variable was unset).
  * Returns 0, or -1 with *err set.
  */
 int nonce_take(struct nonce *n, const char **err);
+/* The same for the protected variable `name` (ENV_NONCE or ENV_TOKEN). */
+int secret_take(const char *name, struct nonce *n, const char **err);
 
 #endif

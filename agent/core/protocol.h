@@ -45,6 +45,24 @@
 #define ENV_QUEUE_MAX "SANDBOX_AGENT_QUEUE_MAX"
 #define DEFAULT_QUEUE_MAX 1024
 
+/* serve (README "sandbox-agent serve"): where it listens, the access token
+ * (protected like the nonce), the connection bound, and how long a
+ * connection may idle without sending a complete request. */
+#define ENV_LISTEN "SANDBOX_AGENT_LISTEN"
+#define ENV_TOKEN "SANDBOX_AGENT_TOKEN"
+#define ENV_INSECURE "SANDBOX_AGENT_INSECURE"
+#define ENV_MAX_CONNECTIONS "SANDBOX_AGENT_MAX_CONNECTIONS"
+#define ENV_HTTP_TIMEOUT "SANDBOX_AGENT_HTTP_TIMEOUT_SECONDS"
+#define DEFAULT_LISTEN_PUBLIC "0.0.0.0:49983"  /* with a token */
+#define DEFAULT_LISTEN_LOCAL "127.0.0.1:49983" /* without one */
+#define DEFAULT_MAX_CONNECTIONS 256
+#define DEFAULT_HTTP_TIMEOUT 60.0
+#define SERVE_HEAD_MAX (64u * 1024u)         /* request line + headers */
+#define SERVE_BODY_MAX (16u * 1024u * 1024u) /* a unary request body */
+#define HEADER_ACCESS_TOKEN "X-Access-Token"
+#define ROUTE_HEALTH "/health"
+#define ROUTE_ENVS "/envs"
+
 /* session: error codes of the replies the agent makes itself. */
 #define SESSION_ERR_BAD_REQUEST "bad_request"
 #define SESSION_ERR_TOO_LARGE "too_large"

@@ -1,0 +1,291 @@
+/*
+ * conn.c - the reading half of a connection (see conn.h): requests in, the
+ * states, the timers and the end; responses go out through respond.c.
+ *
+ * States, in the order a request goes through them:
+ *   HEAD     waiting for a request head; the whole head must arrive within the
+ *            server's timeout (an idle keep-alive connection is closed then)
+ *   BODY     reading the body; the timeout counts from the last byte read
+ *   HANDLE   the request is complete, the application has not answered yet
+ *   RESPOND  the response is being written; a whole response must make
+ *            progress within the timeout, a stream has no timeout
+ *   LINGER   closing: the response is out, the write side shut, what the
+ *            client still sends is dropped for CONN_LINGER_SECONDS
+ * then HEAD again (keep-alive) or the end. Bytes of a second request that
+ * arrive before the first is answered are not parsed: the first is answered,
+ * then the connection closes (no pipelining).
+ */
+#include "agent/serve/connpriv.h"
+#include "agent/serve/server.h"
+#include "agent/core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Bytes after the request that are dropped before reading stops; and the
+ * most a lingering connection drops. */
+#define DISCARD_MAX (64u * 1024u)
+#define LINGER_MAX (1024u * 1024u)
+
+static char rbuf[64 * 1024]; /* one loop, one read at a time */
+
+struct httpreq *conn_req(struct conn *c) { return &c->req; }
+unsigned conn_id(const struct conn *c) { return c->id; }
+struct ev_loop *conn_loop(const struct conn *c) { return c->srv->loop; }
+int conn_responded(const struct conn *c) { return c->responded; }
+struct conn *conn_next(const struct conn *c) { return c->next; }
+void conn_set_hooks(struct conn *c, const struct conn_hooks *h) { c->hooks = *h; }
+
+static double state_limit(const struct conn *c)
+{
+    switch (c->st) {
+    case ST_HEAD: case ST_BODY: return c->srv->timeout;
+    case ST_RESPOND: return c->streaming || !outq_len(&c->out) ? 0 : c->srv->timeout;
+    case ST_LINGER: return CONN_LINGER_SECONDS;
+    default: return 0;
+    }
+}
+
+/* (Re)arm the timer for the state; the wait counts from c->since. */
+void conn_timer_arm(struct conn *c)
+{
+    struct ev_loop *loop = c->srv->loop;
+    double lim = state_limit(c);
+    ev_timer_stop(loop, &c->timer);
+    if (lim <= 0) return;
+    double left = c->since + lim - ev_now(loop);
+    ev_timer_set(&c->timer, left > 0 ? left : 0, 0);
+    ev_timer_start(loop, &c->timer);
+}
+
+void conn_kill(struct conn *c)
+{
+    if (c->dying) return;
+    c->dying = 1;
+    ev_io_stop(c->srv->loop, &c->rio);
+    ev_io_stop(c->srv->loop, &c->wio);
+    ev_timer_stop(c->srv->loop, &c->timer);
+    ev_timer_set(&c->timer, 0, 0); /* torn down from the loop: see destroy */
+    ev_timer_start(c->srv->loop, &c->timer);
+}
+
+static void destroy(struct conn *c)
+{
+    struct server *s = c->srv;
+    struct conn_hooks h = c->hooks;
+    memset(&c->hooks, 0, sizeof c->hooks);
+    if (h.gone) h.gone(c, h.ctx);
+    ev_timer_stop(s->loop, &c->timer);
+    close(c->fd);
+    httpreq_free(&c->req);
+    outq_free(&c->out);
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    log_debug("serve: connection %u closed", c->id);
+    free(c);
+    server_conn_closed(s);
+}
+
+static void linger(struct conn *c)
+{
+    if (shutdown(c->fd, SHUT_WR) < 0) {
+        conn_kill(c);
+        return;
+    }
+    c->st = ST_LINGER;
+    c->since = ev_now(c->srv->loop);
+    c->discarded = 0;
+    ev_io_start(c->srv->loop, &c->rio);
+    conn_timer_arm(c);
+}
+
+/* Request read and response written: the next request, or the end. */
+void conn_maybe_next(struct conn *c)
+{
+    if (c->dying || !c->req_done || !c->finished || outq_len(&c->out)) return;
+    if (c->close_after || !httpreq_keep_alive(&c->req) || c->srv->stopping) {
+        linger(c);
+        return;
+    }
+    httpreq_reset(&c->req);
+    c->got_bytes = c->have_head = c->req_done = c->responded = c->finished = 0;
+    c->streaming = c->blocked = 0;
+    c->discarded = 0;
+    c->st = ST_HEAD;
+    c->since = ev_now(c->srv->loop);
+    ev_io_start(c->srv->loop, &c->rio);
+    conn_timer_arm(c);
+}
+
+static void refuse(struct conn *c, int status, const char *why)
+{
+    log_debug("serve: connection %u: %d %s", c->id, status, why);
+    if (c->responded) { /* too late for a status: only the end is left */
+        conn_kill(c);
+        return;
+    }
+    c->close_after = 1;
+    c->req_done = 1;
+    if (c->srv->app.on_error) c->srv->app.on_error(c, status, why, c->srv->app.ctx);
+    if (!c->responded) conn_respond(c, status, "text/plain", NULL, why, strlen(why));
+}
+
+static void on_head(struct conn *c)
+{
+    c->have_head = 1;
+    c->st = ST_BODY;
+    c->since = ev_now(c->srv->loop);
+    c->srv->app.on_head(c, c->srv->app.ctx);
+    if (c->dying) return;
+    if (!c->responded && httpreq_body_check(&c->req) < 0) {
+        refuse(c, httpreq_status(&c->req), httpreq_why(&c->req));
+        return;
+    }
+    if (c->responded && httpreq_body_expected(&c->req)) {
+        c->req_done = 1; /* refused at its head: the body is dropped */
+        c->st = ST_RESPOND;
+        conn_maybe_next(c);
+    } else if (!c->responded && httpreq_expects_continue(&c->req) &&
+               httpreq_body_expected(&c->req)) {
+        if (outq_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0 || conn_flush(c) < 0) return;
+    }
+    conn_timer_arm(c);
+}
+
+static void on_done(struct conn *c, int pipelined)
+{
+    c->req_done = 1;
+    if (pipelined) c->close_after = 1;
+    if (c->responded) {
+        c->st = ST_RESPOND;
+        conn_maybe_next(c);
+        return;
+    }
+    c->st = ST_HANDLE;
+    conn_timer_arm(c);
+    c->srv->app.on_request(c, c->srv->app.ctx);
+}
+
+/* Bytes that are no request of ours to parse: pipelined, or lingering. */
+static void discard(struct conn *c, size_t n)
+{
+    c->discarded += n;
+    if (c->st == ST_LINGER) {
+        if (c->discarded > LINGER_MAX) conn_kill(c);
+        return;
+    }
+    c->close_after = 1;
+    if (c->discarded > DISCARD_MAX) ev_io_stop(c->srv->loop, &c->rio);
+}
+
+static void input(struct conn *c, const char *p, size_t n)
+{
+    while (n > 0 && !c->dying) {
+        if (c->st != ST_HEAD && c->st != ST_BODY) {
+            discard(c, n);
+            return;
+        }
+        if (c->st == ST_HEAD) c->got_bytes = 1;
+        else c->since = ev_now(c->srv->loop);
+        size_t used;
+        enum httpreq_event ev = httpreq_feed(&c->req, p, n, &used);
+        p += used;
+        n -= used;
+        if (ev == HTTPREQ_HEAD) on_head(c);
+        else if (ev == HTTPREQ_DONE) on_done(c, n > 0);
+        else if (ev == HTTPREQ_ERROR) {
+            refuse(c, httpreq_status(&c->req), httpreq_why(&c->req));
+            return;
+        }
+    }
+}
+
+static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct conn *c = w->data;
+    ssize_t n = read(c->fd, rbuf, sizeof rbuf);
+    if (n > 0) {
+        input(c, rbuf, (size_t)n);
+        return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (n < 0 || (c->st != ST_HEAD && c->st != ST_LINGER) || c->got_bytes)
+        log_debug("serve: connection %u: %s", c->id, n < 0 ? strerror(errno) : "closed by the client");
+    conn_kill(c);
+}
+
+static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct conn *c = w->data;
+    if (conn_flush(c) < 0) return;
+    if (c->blocked && outq_len(&c->out) < CONN_LOW_WATER) {
+        c->blocked = 0;
+        if (c->hooks.more) c->hooks.more(c, c->hooks.ctx);
+    }
+    if (c->dying) return;
+    conn_timer_arm(c);
+    conn_maybe_next(c);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct conn *c = w->data;
+    if (c->dying) {
+        destroy(c);
+        return;
+    }
+    double lim = state_limit(c);
+    if (lim <= 0) return;
+    if (ev_now(loop) < c->since + lim) {
+        conn_timer_arm(c);
+        return;
+    }
+    if ((c->st == ST_HEAD && c->got_bytes) || c->st == ST_BODY) {
+        refuse(c, 408, "request not received in time");
+        return;
+    }
+    if (c->st == ST_RESPOND)
+        log_debug("serve: connection %u: the client read nothing for %.3g s", c->id, lim);
+    conn_kill(c);
+}
+
+struct conn *conn_open(struct server *s, int fd)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->srv = s;
+    c->fd = fd;
+    c->id = ++s->next_id;
+    httpreq_init(&c->req);
+    outq_init(&c->out, CONN_QUEUE_MAX);
+    ev_io_init(&c->rio, on_readable, fd, EV_READ);
+    ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
+    ev_init(&c->timer, on_timer);
+    c->rio.data = c->wio.data = c->timer.data = c;
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    c->st = ST_HEAD;
+    c->since = ev_now(s->loop);
+    ev_io_start(s->loop, &c->rio);
+    conn_timer_arm(c);
+    log_debug("serve: connection %u opened", c->id);
+    return c;
+}
+
+void conn_stop(struct conn *c)
+{
+    if (c->dying || c->st == ST_LINGER) return;
+    c->close_after = 1;
+    if (c->st == ST_HEAD) {
+        conn_kill(c);
+        return;
+    }
+    if (c->hooks.stop) c->hooks.stop(c, c->hooks.ctx);
+    else if (!c->responded) refuse(c, 503, "the agent is shutting down");
+    conn_maybe_next(c);
+}

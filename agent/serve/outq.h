@@ -1,0 +1,34 @@
+/*
+ * outq.h - a connection's bounded output queue: bytes waiting for the socket.
+ *
+ * Written at the back, drained from the front; the drained part is reclaimed
+ * without moving the rest byte by byte on every write. Pure (no fds): the
+ * connection asks for the pending bytes, writes what the socket takes, and
+ * reports how much went out.
+ */
+#ifndef SA_SERVE_OUTQ_H
+#define SA_SERVE_OUTQ_H
+
+#include "agent/core/buf.h"
+
+#include <stddef.h>
+
+struct outq {
+    struct buf b; /* b.data[off..b.len) is pending */
+    size_t off;
+};
+
+/* Never more than max bytes pending: a put past it fails. */
+void outq_init(struct outq *q, size_t max);
+void outq_free(struct outq *q);
+size_t outq_len(const struct outq *q);
+/* Queue p[0..n). Returns 0, or -1 (nothing queued) past the bound. */
+int outq_put(struct outq *q, const void *p, size_t n);
+/* Queue printf-style text (a response head). */
+int outq_printf(struct outq *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The pending bytes, *n of them (NULL when none). */
+const char *outq_peek(const struct outq *q, size_t *n);
+/* n pending bytes were written. */
+void outq_done(struct outq *q, size_t n);
+
+#endif

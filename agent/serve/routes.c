@@ -1,0 +1,145 @@
+/*
+ * routes.c - requests to handlers (see routes.h).
+ *
+ * Every request needs the token first, /health included (the contract says
+ * every request; the E2B SDK sends it on every one). Errors are Connect's
+ * JSON {"code", "message"} on every route, so a client has one shape to read.
+ * The handlers of the RPC table are the process and filesystem services';
+ * until one is wired its entry answers `unimplemented`.
+ */
+#include "agent/serve/routes.h"
+#include "agent/serve/auth.h"
+#include "agent/core/jsonw.h"
+#include "agent/core/protocol.h"
+
+#include <string.h>
+
+extern char **environ;
+
+static const struct rpc_method methods[] = {
+    {"/process.Process/Start", RPC_KIND_STREAM, NULL},
+    {"/process.Process/Connect", RPC_KIND_STREAM, NULL},
+    {"/process.Process/List", RPC_KIND_UNARY, NULL},
+    {"/process.Process/SendInput", RPC_KIND_UNARY, NULL},
+    /* client-streaming: over HTTP/1.1 only as one enveloped body (not yet) */
+    {"/process.Process/StreamInput", RPC_KIND_STREAM, NULL},
+    {"/process.Process/SendSignal", RPC_KIND_UNARY, NULL},
+    {"/process.Process/CloseStdin", RPC_KIND_UNARY, NULL},
+    {"/process.Process/Update", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/Stat", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/MakeDir", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/Move", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/ListDir", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/Remove", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/WatchDir", RPC_KIND_STREAM, NULL},
+    {"/filesystem.Filesystem/CreateWatcher", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/GetWatcherEvents", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/RemoveWatcher", RPC_KIND_UNARY, NULL},
+};
+
+const struct rpc_method *routes_method(const char *path)
+{
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (!strcmp(methods[i].path, path)) return &methods[i];
+    return NULL;
+}
+
+/* "/pkg.Service/Method": a Connect path, of a service we may not have. */
+static int rpc_shaped(const char *path)
+{
+    if (path[0] != '/') return 0;
+    const char *slash = strchr(path + 1, '/');
+    const char *dot = strchr(path + 1, '.');
+    return slash && dot && dot < slash && slash[1] && !strchr(slash + 1, '/');
+}
+
+/* The code a client reads from a refusal of the HTTP layer. */
+static enum rpc_code code_for_status(int status)
+{
+    switch (status) {
+    case 404: return RPC_NOT_FOUND;
+    case 405: case 501: case 505: return RPC_UNIMPLEMENTED;
+    case 408: return RPC_DEADLINE_EXCEEDED;
+    case 413: case 431: return RPC_RESOURCE_EXHAUSTED;
+    case 503: return RPC_UNAVAILABLE;
+    default: return status >= 500 ? RPC_INTERNAL : RPC_INVALID_ARGUMENT;
+    }
+}
+
+static int is_rest(const char *path)
+{
+    return !strcmp(path, ROUTE_HEALTH) || !strcmp(path, ROUTE_ENVS);
+}
+
+static void on_head(struct conn *c, void *ctx)
+{
+    const struct routes *rt = ctx;
+    struct httpreq *r = conn_req(c);
+    const char *path = httpreq_path(r);
+    if (rt->token &&
+        !auth_token_ok(rt->token, rt->token_len, httpreq_header(r, HEADER_ACCESS_TOKEN))) {
+        rpc_error_response(c, RPC_UNAUTHENTICATED, "missing or wrong " HEADER_ACCESS_TOKEN, NULL);
+        return;
+    }
+    if (is_rest(path)) {
+        if (httpreq_method(r) != HTTP_GET)
+            rpc_http_error(c, 405, RPC_UNIMPLEMENTED, "only GET", "Allow: GET\r\n");
+        return;
+    }
+    const struct rpc_method *m = routes_method(path);
+    if (m && m->start) rpc_check_head(c, m);
+    else if (m || rpc_shaped(path))
+        rpc_error_response(c, RPC_UNIMPLEMENTED, "no such method", NULL);
+    else
+        rpc_http_error(c, 404, RPC_NOT_FOUND, "no such route", NULL);
+}
+
+int routes_envs_json(struct buf *b)
+{
+    if (buf_putc(b, '{') < 0) return -1;
+    int first = 1;
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq == *e) continue;
+        size_t kn = (size_t)(eq - *e);
+        int dup = 0; /* the first of a repeated name wins, as getenv's */
+        for (char **p = environ; p != e && !dup; p++)
+            dup = !strncmp(*p, *e, kn + 1);
+        if (dup) continue;
+        if ((!first && buf_puts(b, ", ") < 0) || jsonw_str(b, *e, kn, JSONW_SURROGATEESCAPE) < 0 ||
+            buf_puts(b, ": ") < 0 || jsonw_cstr(b, eq + 1) < 0)
+            return -1;
+        first = 0;
+    }
+    return buf_putc(b, '}');
+}
+
+static void on_request(struct conn *c, void *ctx)
+{
+    struct httpreq *r = conn_req(c);
+    const char *path = httpreq_path(r);
+    if (!strcmp(path, ROUTE_HEALTH)) {
+        conn_respond(c, 204, NULL, NULL, "", 0);
+    } else if (!strcmp(path, ROUTE_ENVS)) {
+        struct buf b;
+        buf_init(&b, SERVE_BODY_MAX);
+        if (routes_envs_json(&b) < 0) rpc_error_response(c, RPC_INTERNAL, "out of memory", NULL);
+        else conn_respond(c, 200, CONNECT_CT_UNARY, NULL, b.data, b.len);
+        buf_free(&b);
+    } else {
+        rpc_start(c, routes_method(path));
+    }
+}
+
+static void on_error(struct conn *c, int status, const char *why, void *ctx)
+{
+    rpc_http_error(c, status, code_for_status(status), why, NULL);
+}
+
+void routes_app(struct routes *rt, struct server_app *app)
+{
+    app->on_head = on_head;
+    app->on_request = on_request;
+    app->on_error = on_error;
+    app->ctx = rt;
+}

@@ -1,0 +1,31 @@
+/*
+ * routes.h - what each request of `serve` means: the access token check, the
+ * REST routes (GET /health, GET /envs) and the table of RPC methods of
+ * process.Process and filesystem.Filesystem, each unary or server-streaming,
+ * with the handler that serves it (README "sandbox-agent serve").
+ */
+#ifndef SA_SERVE_ROUTES_H
+#define SA_SERVE_ROUTES_H
+
+#include "agent/serve/rpc.h"
+#include "agent/serve/server.h"
+
+#include <stddef.h>
+
+struct routes {
+    const char *token; /* SANDBOX_AGENT_TOKEN, or NULL: no token needed */
+    size_t token_len;
+};
+
+/* The server callbacks for rt (which must outlive the server). */
+void routes_app(struct routes *rt, struct server_app *app);
+
+/* The method at path, or NULL. A method whose start is NULL is answered
+ * `unimplemented`, as an unknown one is. */
+const struct rpc_method *routes_method(const char *path);
+
+/* The environment a started process gets, as a JSON object (GET /envs):
+ * the agent's own, whose secrets are already gone (nonce.h). */
+int routes_envs_json(struct buf *b);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * test_outq.c - the bounded output queue (agent/serve/outq.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "agent/serve/outq.h"
+
+#include <string.h>
+
+static void test_fifo(void **s)
+{
+    (void)s;
+    struct outq q;
+    size_t n;
+    outq_init(&q, 10);
+    assert_null(outq_peek(&q, &n));
+    assert_int_equal(n, 0);
+    assert_int_equal(outq_put(&q, "hello", 5), 0);
+    assert_int_equal(outq_printf(&q, "%d", 42), 0);
+    assert_int_equal(outq_len(&q), 7);
+    assert_int_equal(outq_put(&q, "worlds", 6), -1); /* past the bound: nothing queued */
+    assert_int_equal(outq_len(&q), 7);
+    const char *p = outq_peek(&q, &n);
+    assert_int_equal(n, 7);
+    assert_memory_equal(p, "hello42", 7);
+    outq_done(&q, 6);
+    /* The drained bytes do not count against the bound. */
+    assert_int_equal(outq_put(&q, "abcdefghi", 9), 0);
+    p = outq_peek(&q, &n);
+    assert_int_equal(n, 10);
+    assert_memory_equal(p, "2abcdefghi", 10);
+    outq_done(&q, 10);
+    assert_int_equal(outq_len(&q), 0);
+    assert_null(outq_peek(&q, &n));
+    outq_free(&q);
+}
+
+static void test_many(void **s)
+{
+    (void)s;
+    struct outq q;
+    size_t n, total = 0, out = 0;
+    char want = 0;
+    outq_init(&q, 1000);
+    for (int round = 0; round < 2000; round++) {
+        char piece[97];
+        size_t k = (size_t)(round % 97) + 1;
+        for (size_t i = 0; i < k; i++) piece[i] = (char)(total + i);
+        if (outq_put(&q, piece, k) == 0) total += k;
+        const char *p = outq_peek(&q, &n);
+        size_t take = n / 2 + 1 < n ? n / 2 + 1 : n;
+        for (size_t i = 0; i < take; i++) assert_int_equal(p[i], (char)(want + (char)i));
+        want = (char)(want + (char)take);
+        out += take;
+        outq_done(&q, take);
+        assert_true(outq_len(&q) <= 1000);
+    }
+    assert_int_equal(total - out, outq_len(&q));
+    outq_free(&q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo), cmocka_unit_test(test_many)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
