@@ -4,12 +4,12 @@
  * the first step (secrets, log level), the configuration, the loop, the
  * reaper and the signals, the listening socket, and the stop on SIGTERM
  * (stop accepting, end every open stream, close every connection, exit 0).
- * HTTP is conn.c's and server.c's, Connect is rpc.c's, meanings routes.c's.
+ * HTTP, Connect and the routes are the API service's (agent/api).
  */
 #include "agent/serve/serve.h"
-#include "agent/serve/listen.h"
-#include "agent/serve/routes.h"
-#include "agent/serve/server.h"
+#include "agent/api/listen.h"
+#include "agent/api/routes.h"
+#include "agent/api/server.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/serve/connect.h"
+#include "agent/api/connect.h"
 
 #include <string.h>
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/serve/httpreq.h"
+#include "agent/api/httpreq.h"
 #include "agent/core/protocol.h"
 
 #include <stdio.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/serve/outq.h"
+#include "agent/api/outq.h"
 
 #include <string.h>
 

@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/serve/listen.h"
-#include "agent/serve/rpc.h"
-#include "agent/serve/server.h"
+#include "agent/api/listen.h"
+#include "agent/api/rpc.h"
+#include "agent/api/server.h"
 #include "agent/core/err.h"
 
 #include <http_parser.h>

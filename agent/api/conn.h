@@ -21,7 +21,7 @@
 #define SA_SERVE_CONN_H
 
 #include "agent/core/protocol.h"
-#include "agent/serve/httpreq.h"
+#include "agent/api/httpreq.h"
 
 #include <ev.h>
 #include <stddef.h>

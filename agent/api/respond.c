@@ -5,8 +5,8 @@
  * is stopped at CONN_HIGH_WATER queued bytes; conn.c calls it back once the
  * queue is below CONN_LOW_WATER.
  */
-#include "agent/serve/connpriv.h"
-#include "agent/serve/server.h"
+#include "agent/api/connpriv.h"
+#include "agent/api/server.h"
 #include "agent/core/log.h"
 
 #include <errno.h>

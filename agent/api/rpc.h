@@ -17,8 +17,8 @@
 #ifndef SA_SERVE_RPC_H
 #define SA_SERVE_RPC_H
 
-#include "agent/serve/conn.h"
-#include "agent/serve/connect.h"
+#include "agent/api/conn.h"
+#include "agent/api/connect.h"
 
 #include <cJSON.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * and the last one out frees a finished call. So a handler may finish the
  * call from any hook (or from start) and the code around it stays valid.
  */
-#include "agent/serve/rpc.h"
-#include "agent/serve/auth.h"
+#include "agent/api/rpc.h"
+#include "agent/api/auth.h"
 #include "agent/core/jsoncheck.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"

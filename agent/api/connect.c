@@ -6,7 +6,7 @@
  * unimplemented 501). Clients read the code from the JSON body; the status
  * matters to proxies and to clients that find no body.
  */
-#include "agent/serve/connect.h"
+#include "agent/api/connect.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/num.h"
 

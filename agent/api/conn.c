@@ -15,8 +15,8 @@
  * arrive before the first is answered are not parsed: the first is answered,
  * then the connection closes (no pipelining).
  */
-#include "agent/serve/connpriv.h"
-#include "agent/serve/server.h"
+#include "agent/api/connpriv.h"
+#include "agent/api/server.h"
 #include "agent/core/log.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * auth.c - token comparison and Basic credentials (see auth.h).
  */
-#include "agent/serve/auth.h"
+#include "agent/api/auth.h"
 #include "agent/core/b64.h"
 
 #include <string.h>

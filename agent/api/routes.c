@@ -7,8 +7,8 @@
  * The handlers of the RPC table are the process and filesystem services';
  * until one is wired its entry answers `unimplemented`.
  */
-#include "agent/serve/routes.h"
-#include "agent/serve/auth.h"
+#include "agent/api/routes.h"
+#include "agent/api/auth.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/protocol.h"
 

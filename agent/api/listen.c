@@ -5,7 +5,7 @@
  * on DNS, and a name that resolves to several addresses would make "is it
  * loopback" ambiguous.
  */
-#include "agent/serve/listen.h"
+#include "agent/api/listen.h"
 #include "agent/core/err.h"
 #include "agent/core/num.h"
 #include "agent/core/protocol.h"

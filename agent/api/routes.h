@@ -7,8 +7,8 @@
 #ifndef SA_SERVE_ROUTES_H
 #define SA_SERVE_ROUTES_H
 
-#include "agent/serve/rpc.h"
-#include "agent/serve/server.h"
+#include "agent/api/rpc.h"
+#include "agent/api/server.h"
 
 #include <stddef.h>
 

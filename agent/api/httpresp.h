@@ -6,7 +6,7 @@
 #ifndef SA_SERVE_HTTPRESP_H
 #define SA_SERVE_HTTPRESP_H
 
-#include "agent/serve/outq.h"
+#include "agent/api/outq.h"
 
 #include <stdint.h>
 

@@ -9,7 +9,7 @@
  * far: the connection decides in between, and never parses a second request
  * before the first is answered.
  */
-#include "agent/serve/httpreq.h"
+#include "agent/api/httpreq.h"
 #include "agent/core/protocol.h"
 
 #include <limits.h>

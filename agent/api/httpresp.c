@@ -1,7 +1,7 @@
 /*
  * httpresp.c - response heads (see httpresp.h).
  */
-#include "agent/serve/httpresp.h"
+#include "agent/api/httpresp.h"
 
 #include <string.h>
 

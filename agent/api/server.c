@@ -7,8 +7,8 @@
  * descriptors (EMFILE and the like) pauses accepting for ACCEPT_RETRY
  * seconds for the same reason.
  */
-#include "agent/serve/server.h"
-#include "agent/serve/conn.h"
+#include "agent/api/server.h"
+#include "agent/api/conn.h"
 #include "agent/core/log.h"
 
 #include <errno.h>

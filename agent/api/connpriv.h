@@ -7,9 +7,9 @@
 #ifndef SA_SERVE_CONNPRIV_H
 #define SA_SERVE_CONNPRIV_H
 
-#include "agent/serve/conn.h"
-#include "agent/serve/httpresp.h"
-#include "agent/serve/outq.h"
+#include "agent/api/conn.h"
+#include "agent/api/httpresp.h"
+#include "agent/api/outq.h"
 
 #include <ev.h>
 

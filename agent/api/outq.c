@@ -1,7 +1,7 @@
 /*
  * outq.c - the bounded output queue (see outq.h).
  */
-#include "agent/serve/outq.h"
+#include "agent/api/outq.h"
 
 #include <stdarg.h>
 #include <stdio.h>
