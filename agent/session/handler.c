@@ -204,8 +204,6 @@ void handler_want_write(struct handler *h, int on)
     else if (!on) ev_io_stop(h->loop, &h->wr);
 }
 
-void handler_stdin_broken(struct handler *h) { close_in(h); }
-
 void handler_close_stdin(struct handler *h) { close_in(h); }
 
 void handler_no_restart(struct handler *h)
@@ -216,6 +214,7 @@ void handler_no_restart(struct handler *h)
 
 void handler_free(struct handler *h)
 {
+    if (!h->loop) return; /* never initialised: its fds are not ours */
     close_in(h);
     if (h->out_fd >= 0) {
         ev_io_stop(h->loop, &h->rd);

@@ -68,12 +68,13 @@ int handler_start(struct handler *h, int *exec_errno, char *err);
 int handler_running(const struct handler *h);
 /* Ask for (or stop asking for) on_writable calls. */
 void handler_want_write(struct handler *h, int on);
-/* Our stdin end is unusable (EPIPE): stop writing until the next start. */
-void handler_stdin_broken(struct handler *h);
 /* Never start it again (shutdown); cancels a pending restart. */
 void handler_no_restart(struct handler *h);
-/* Close our end of its stdin (EOF for it; shutdown). */
+/* Close our end of its stdin: EOF for it at shutdown, or the end is unusable
+ * (EPIPE). Nothing more is written to it until the next start. */
 void handler_close_stdin(struct handler *h);
+/* Everything freed and closed; harmless on a handler handler_init never saw
+ * (all zero). */
 void handler_free(struct handler *h);
 
 #endif

@@ -184,6 +184,15 @@ static void on_poll(struct ev_loop *loop, ev_timer *w, int revents)
     check(mb);
 }
 
+static void free_names(struct mailbox *mb)
+{
+    free(mb->path);
+    free(mb->dir);
+    free(mb->base);
+    free(mb->chunk);
+    mb->path = mb->dir = mb->base = mb->chunk = NULL;
+}
+
 int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, size_t line_max,
                   lsplit_fn fn, void *ctx, char *err)
 {
@@ -203,6 +212,7 @@ int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, si
     mb->base = strdup(slash ? slash + 1 : path);
     mb->chunk = malloc(MAILBOX_CHUNK);
     if (!mb->path || !mb->dir || !mb->base || !mb->chunk) {
+        free_names(mb);
         err_set(err, "out of memory");
         return -1;
     }
@@ -249,9 +259,5 @@ void mailbox_stop(struct mailbox *mb)
     if (mb->fd >= 0) close(mb->fd);
     mb->fd = -1;
     lsplit_free(&mb->split);
-    free(mb->path);
-    free(mb->dir);
-    free(mb->base);
-    free(mb->chunk);
-    mb->path = mb->dir = mb->base = mb->chunk = NULL;
+    free_names(mb);
 }

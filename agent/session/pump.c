@@ -119,7 +119,7 @@ static enum step write_once(struct session *s)
     }
     if (w < 0) {
         log_warn("the handler closed its stdin (%s); requests wait for its restart", strerror(errno));
-        handler_stdin_broken(&s->h);
+        handler_close_stdin(&s->h);
         return STEP_DONE;
     }
     advance(s, (size_t)w);

@@ -164,6 +164,7 @@ static int setup(struct session *s, char *err)
     return 0;
 }
 
+/* Safe at every stage of set-up: what was not made is all zero. */
 static void free_all(struct session *s)
 {
     requests_free_all(s);
@@ -172,10 +173,12 @@ static void free_all(struct session *s)
     seen_free(s->seen);
     buf_free(&s->out);
     buf_free(&s->tmp);
+    if (s->loop) pid1_stop(s->loop);
     free(s->nonce.value);
 }
 
-/* The handler, then the mailbox. Returns 0, or -1 with *code the exit code. */
+/* The handler, then the mailbox. Returns 0, or -1 with *code the exit code
+ * (the caller frees what was made). */
 static int start(struct session *s, char **cmd, double base, const char *path, int *code)
 {
     char err[ERR_LEN];
@@ -183,7 +186,6 @@ static int start(struct session *s, char **cmd, double base, const char *path, i
     handler_init(&s->h, s->loop, cmd, base, &ops, s);
     if (handler_start(&s->h, &exec_errno, err) < 0) {
         log_error("cannot start the handler: %s", err);
-        free_all(s);
         *code = EXIT_NOEXEC;
         return -1;
     }
@@ -215,22 +217,18 @@ static int run(struct session *s)
     /* As PID 1 the kernel kills everything left when we exit; do it now so
      * nothing of the handler outlives the last reply line. */
     if (pid1_is_init()) kill(-1, SIGKILL);
-    pid1_stop(s->loop);
-    free_all(s);
     return 0;
 }
 
-int session_main(int argc, char **argv)
+/* Everything after the nonce: configuration, set-up, the session. Returns
+ * the exit code; what it made is freed by the caller on every path. */
+static int configure_and_run(struct session *s, int argc, char **argv)
 {
-    static struct session st; /* one per process */
-    struct session *s = &st;
     char err[ERR_LEN];
     char **cmd;
     int help, code;
     double base;
 
-    memset(s, 0, sizeof *s);
-    if (pid1_begin(&s->nonce) < 0) return EXIT_USAGE;
     if (parse_args(argc, argv, &cmd, &help) < 0) return EXIT_USAGE;
     if (help) {
         fputs(session_usage, stdout);
@@ -249,4 +247,14 @@ int session_main(int argc, char **argv)
     }
     if (start(s, cmd, base, path, &code) < 0) return code;
     return run(s);
+}
+
+int session_main(int argc, char **argv)
+{
+    struct session st; /* one per process; everything it holds is freed here */
+    memset(&st, 0, sizeof st);
+    if (pid1_begin(&st.nonce) < 0) return EXIT_USAGE;
+    int code = configure_and_run(&st, argc, argv);
+    free_all(&st);
+    return code;
 }

@@ -521,3 +521,30 @@ def test_usage_errors(agent, tmp_path):
     assert r.returncode == 127 and b"command not found" in r.stderr
     r = subprocess.run([agent, "session", "--help"], env=env, capture_output=True, timeout=TIMEOUT)
     assert r.returncode == 0 and b"SANDBOX_MAILBOX" in r.stdout
+
+
+# ---- hardening: start-up paths, nonce, ids, slow mailbox, stalled stdout ----------
+
+def run_agent(args, timeout=TIMEOUT, **env):
+    """The agent run to its exit (the sanitizer build checks for leaks at exit)."""
+    e = clean_env(**env)
+    e["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "detect_leaks=1"]))
+    return subprocess.run([AGENT] + args, env=e, stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=timeout)
+
+
+def test_every_early_exit_frees_what_it_made(agent, tmp_path):
+    """Each way out before the loop runs: its exit code, and (with the
+    sanitizer build) no leak report."""
+    mb = str(tmp_path / "m")
+    cases = [
+        (["session"], {}, 2),
+        (["session", "--help"], {}, 0),
+        (["session", "--", "true"], {"SANDBOX_AGENT_QUEUE_MAX": "x"}, 2),
+        (["session", "--", "/no/such/handler"], {"SANDBOX_MAILBOX": mb}, 127),
+        (["session", "--", "cat"], {"SANDBOX_MAILBOX": str(tmp_path) + "/"}, 2),
+    ]
+    for args, env, code in cases:
+        r = run_agent(args, SANDBOX_JOB_NONCE=NONCE, **env)
+        assert b"LeakSanitizer" not in r.stderr, (args, env, r.stderr.decode()[-3000:])
+        assert r.returncode == code, (args, env, r.returncode, r.stderr)
