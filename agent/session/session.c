@@ -36,6 +36,9 @@ static const char session_usage[] =
     "Be PID 1 of a warm sandbox: keep HANDLER running, hand it each request line\n"
     "appended to the mailbox (on its stdin), and print each of its replies as\n"
     SENTINEL_REPLY "<id>__<nonce>__<base64 JSON> on stdout.\n"
+    "An id is 1-128 of [A-Za-z0-9._:-], without '__', not starting or ending with\n"
+    "'_'. The nonce must be printable ASCII, without '__', not starting or ending\n"
+    "with '_' (else exit 2).\n"
     "\n"
     "environment:\n"
     "  " ENV_MAILBOX "      the mailbox file (default " DEFAULT_MAILBOX ")\n"
@@ -104,10 +107,20 @@ static int read_queue_max(size_t *out, char *err)
     return 0;
 }
 
+/* The nonce travels in every reply prefix: one a client cannot split back
+ * out is refused (README, "Reply line"). The value itself is never logged. */
+static int check_nonce(const struct nonce *n, char *err)
+{
+    const char *why = msg_nonce_problem(n->value, n->len);
+    if (!why) return 0;
+    err_set(err, ENV_NONCE " cannot be carried in a reply line: %s (a client splits the prefix on '__')", why);
+    return -1;
+}
+
 static int read_config(struct session *s, double *base, char *err)
 {
-    if (pid1_config_read(&s->cfg, err) < 0 || read_restart_base(base, err) < 0 ||
-        read_queue_max(&s->queue_max, err) < 0)
+    if (check_nonce(&s->nonce, err) < 0 || pid1_config_read(&s->cfg, err) < 0 ||
+        read_restart_base(base, err) < 0 || read_queue_max(&s->queue_max, err) < 0)
         return -1;
     return 0;
 }

@@ -548,3 +548,27 @@ def test_every_early_exit_frees_what_it_made(agent, tmp_path):
         r = run_agent(args, SANDBOX_JOB_NONCE=NONCE, **env)
         assert b"LeakSanitizer" not in r.stderr, (args, env, r.stderr.decode()[-3000:])
         assert r.returncode == code, (args, env, r.returncode, r.stderr)
+
+
+@pytest.mark.parametrize("nonce", ["a__b", "_ab", "ab_", "_", "a\nb", "a\rb", "a\x7fb", "caf\udcc3\udca9"])
+def test_nonce_the_prefix_cannot_carry_is_refused(agent, tmp_path, nonce):
+    starts = tmp_path / "starts.txt"
+    r = run_agent(["session", "--", PY, HANDLER, str(starts)], timeout=20, SANDBOX_JOB_NONCE=nonce,
+                  SANDBOX_MAILBOX=str(tmp_path / "m"))
+    assert r.returncode == 2, r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and b"SANDBOX_JOB_NONCE" in lines[0], r.stderr
+    if len(nonce) > 1:
+        assert os.fsencode(nonce) not in r.stderr  # the secret is never logged
+    assert not starts.exists()  # refused before the handler was started
+
+
+def test_ids_with_a_leading_or_trailing_underscore_are_refused(session):
+    s = session()
+    s.request("_lead")
+    s.request("trail_")
+    s.request("mid_dle")
+    s.call("sync")  # read after the others, answered in order
+    assert set(s.replies) == {"mid_dle", "sync"}
+    assert s.stderr().count('line dropped (invalid "id"') == 2
+    assert s.bad_lines == []
