@@ -572,3 +572,25 @@ def test_ids_with_a_leading_or_trailing_underscore_are_refused(session):
     assert set(s.replies) == {"mid_dle", "sync"}
     assert s.stderr().count('line dropped (invalid "id"') == 2
     assert s.bad_lines == []
+
+
+@pytest.mark.parametrize("tail", [b'\n{"id": "last", "method": "echo"}\n', b""])
+def test_huge_sparse_mailbox_never_holds_the_loop(session, tmp_path, tail):
+    """A mailbox with a 256 GiB hole (one endless line of NUL bytes): the agent
+    reads it a slice per loop turn, so a request timeout is answered and
+    SIGTERM ends it while the hole is still being read; the line after the
+    hole is never reached (reading it all would take minutes)."""
+    mb = tmp_path / "mailbox.jsonl"
+    first = b'{"id": "first", "method": "hold", "timeout": 0.5}\n'
+    with open(mb, "wb") as f:
+        f.write(first)
+        f.truncate(len(first) + (256 << 30))
+        f.seek(0, os.SEEK_END)
+        f.write(tail)
+    s = session(mailbox=mb)
+    # Served by its timer while the reader is deep in the hole.
+    assert error_code(s.reply("first", timeout=20)) == "timeout"
+    t0 = time.monotonic()
+    assert s.stop(timeout=20) == 0
+    assert time.monotonic() - t0 < 5
+    assert set(s.replies) == {"first"}  # the line after the hole was never reached

@@ -258,6 +258,27 @@ static void test_out_of_memory_frees_what_it_took(void **state)
     }
 }
 
+static void test_big_file_read_in_slices(void **state)
+{
+    struct fixture *f = *state;
+    /* 2.5 slices of 1 KiB lines. */
+    enum { LINE = 1024, LINES = MAILBOX_SLICE / LINE * 5 / 2 };
+    char *data = malloc((size_t)LINE * LINES);
+    assert_non_null(data);
+    memset(data, 'x', (size_t)LINE * LINES);
+    for (int i = 1; i <= LINES; i++) data[(size_t)i * LINE - 1] = '\n';
+    put(f->path, data, (size_t)LINE * LINES, O_TRUNC);
+    free(data);
+    start(f, 4096);
+    /* One loop turn reads one slice, then hands the loop back. */
+    ev_run(f->loop, EVRUN_ONCE);
+    assert_int_equal(f->g.lines, MAILBOX_SLICE / LINE);
+    assert_true(ev_is_active(&f->mb.more));
+    RUN_UNTIL(f, f->g.lines == LINES);
+    assert_false(ev_is_active(&f->mb.more));
+    assert_int_equal(f->mb.off, (off_t)LINE * LINES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +290,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_too_large_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_path_names_no_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_memory_frees_what_it_took, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_big_file_read_in_slices, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
