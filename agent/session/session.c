@@ -168,7 +168,7 @@ static int setup(struct session *s, char *err)
         err_set(err, "cannot start: out of memory");
         return -1;
     }
-    buf_init(&s->out, (size_t)-1 / 4);
+    output_init(s);
     buf_init(&s->tmp, 64 * 1024);
     reaper_init(s->loop);
     if (pid1_init(s->loop, shutdown_on_signal, s, err) < 0) return -1;
@@ -184,7 +184,7 @@ static void free_all(struct session *s)
     intake_stop(s);
     handler_free(&s->h);
     seen_free(s->seen);
-    buf_free(&s->out);
+    output_free(s);
     buf_free(&s->tmp);
     if (s->loop) pid1_stop(s->loop);
     free(s->nonce.value);
