@@ -37,11 +37,12 @@ static void close_out(struct handler *h)
     lsplit_reset(&h->split);
 }
 
-/* Read up to budget bytes; returns 1 at EOF or error (the pipe is closed). */
-static int read_some(struct handler *h, size_t budget)
+/* Read up to budget bytes (stopping at a pause when heed_pause); returns 1
+ * at EOF or error (the pipe is closed). */
+static int read_some(struct handler *h, size_t budget, int heed_pause)
 {
     size_t got = 0;
-    while (h->out_fd >= 0 && got < budget) {
+    while (h->out_fd >= 0 && got < budget && !(heed_pause && h->read_paused)) {
         ssize_t r = read(h->out_fd, h->rbuf, HANDLER_READ_CHUNK);
         if (r < 0) {
             if (errno == EINTR) continue;
@@ -64,7 +65,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)loop;
     (void)revents;
-    read_some(w->data, HANDLER_READ_BUDGET);
+    read_some(w->data, HANDLER_READ_BUDGET, 1);
 }
 
 static void on_write(struct ev_loop *loop, ev_io *w, int revents)
@@ -91,7 +92,7 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
     /* Replies it wrote before dying are in the pipe now: hand them on first,
      * so a request it answered is not also reported as lost. */
     if (h->out_fd >= 0) {
-        read_some(h, HANDLER_DRAIN_MAX);
+        read_some(h, HANDLER_DRAIN_MAX, 0);
         close_out(h);
     }
     close_in(h);
@@ -188,7 +189,7 @@ int handler_start(struct handler *h, int *exec_errno, char *err)
     lsplit_reset(&h->split);
     ev_io_init(&h->rd, on_read, h->out_fd, EV_READ);
     h->rd.data = h;
-    ev_io_start(h->loop, &h->rd);
+    if (!h->read_paused) ev_io_start(h->loop, &h->rd);
     ev_io_init(&h->wr, on_write, h->in_fd, EV_WRITE);
     h->wr.data = h;
     reaper_watch(h->loop, &h->rw, pid, on_exit_status, h);
@@ -199,13 +200,19 @@ int handler_start(struct handler *h, int *exec_errno, char *err)
 
 int handler_running(const struct handler *h) { return h->pid > 0; }
 
+void handler_pause_read(struct handler *h, int on)
+{
+    h->read_paused = on;
+    if (h->out_fd < 0) return;
+    if (on) ev_io_stop(h->loop, &h->rd);
+    else ev_io_start(h->loop, &h->rd);
+}
+
 void handler_want_write(struct handler *h, int on)
 {
     if (on && h->in_fd >= 0) ev_io_start(h->loop, &h->wr);
     else if (!on) ev_io_stop(h->loop, &h->wr);
 }
-
-void handler_stdin_broken(struct handler *h) { close_in(h); }
 
 void handler_close_stdin(struct handler *h) { close_in(h); }
 
@@ -217,6 +224,7 @@ void handler_no_restart(struct handler *h)
 
 void handler_free(struct handler *h)
 {
+    if (!h->loop) return; /* never initialised: its fds are not ours */
     close_in(h);
     if (h->out_fd >= 0) {
         ev_io_stop(h->loop, &h->rd);

@@ -56,6 +56,7 @@ struct handler {
     ev_tstamp started;
     int attempt;      /* index into the backoff steps */
     int no_restart;
+    int read_paused;
     char *rbuf;
 };
 
@@ -66,14 +67,19 @@ void handler_init(struct handler *h, struct ev_loop *loop, char **argv, double b
  * could be made at all (ERR_LEN bytes). */
 int handler_start(struct handler *h, int *exec_errno, char *err);
 int handler_running(const struct handler *h);
+/* Stop (or start again) reading its stdout: the session's stdout is behind.
+ * Lasts across restarts; what it writes meanwhile waits in the pipe. After
+ * it exits, its last HANDLER_DRAIN_MAX bytes are read regardless. */
+void handler_pause_read(struct handler *h, int on);
 /* Ask for (or stop asking for) on_writable calls. */
 void handler_want_write(struct handler *h, int on);
-/* Our stdin end is unusable (EPIPE): stop writing until the next start. */
-void handler_stdin_broken(struct handler *h);
 /* Never start it again (shutdown); cancels a pending restart. */
 void handler_no_restart(struct handler *h);
-/* Close our end of its stdin (EOF for it; shutdown). */
+/* Close our end of its stdin: EOF for it at shutdown, or the end is unusable
+ * (EPIPE). Nothing more is written to it until the next start. */
 void handler_close_stdin(struct handler *h);
+/* Everything freed and closed; harmless on a handler handler_init never saw
+ * (all zero). */
 void handler_free(struct handler *h);
 
 #endif

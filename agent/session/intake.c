@@ -6,7 +6,7 @@
  * an id seen before is dropped, a line that cannot be served is answered at
  * once (bad_request, too_large, queue_full), the rest is queued for the pump.
  * Reading pauses while the queue is at its running bound and resumes below
- * half of it.
+ * half of it, and pauses while stdout is behind (output.c).
  */
 #include "agent/session/state.h"
 #include "agent/core/log.h"
@@ -81,10 +81,9 @@ static void bad_request(struct session *s, const struct msg_request *m, const ch
     requests_answer(s, m->id, m->idlen, SESSION_ERR_BAD_REQUEST, m->why);
 }
 
-/* The mailbox's line callback. Returns 1 when it paused reading. */
-static int on_line(void *ctx, enum lsplit_kind kind, const char *p, size_t n)
+/* One mailbox line. Returns 1 when the queue is at its bound. */
+static int take_line(struct session *s, enum lsplit_kind kind, const char *p, size_t n)
 {
-    struct session *s = ctx;
     struct msg_request m;
     if (kind == LSPLIT_TOO_LARGE) {
         too_large(s, p, n);
@@ -99,8 +98,17 @@ static int on_line(void *ctx, enum lsplit_kind kind, const char *p, size_t n)
     case MSG_OK:
         break;
     }
-    if (duplicate(s, m.id, m.idlen) || !accept_request(s, &m, p, n)) return 0;
-    log_debug("queue full (%zu requests); pausing the mailbox", s->queue.count);
+    return !duplicate(s, m.id, m.idlen) && accept_request(s, &m, p, n);
+}
+
+/* The mailbox's line callback. Returns 1 when it paused reading: the queue
+ * is at its bound or stdout is behind (output.c resumes it). */
+static int on_line(void *ctx, enum lsplit_kind kind, const char *p, size_t n)
+{
+    struct session *s = ctx;
+    int queue_at_bound = take_line(s, kind, p, n);
+    if (!queue_at_bound && !s->out.full) return 0;
+    log_debug("%s; pausing the mailbox", queue_at_bound ? "queue full" : "stdout is behind");
     s->paused = 1;
     mailbox_pause(&s->mb);
     return 1;
@@ -122,7 +130,7 @@ void intake_stop(struct session *s)
 
 void intake_resume(struct session *s)
 {
-    if (!s->paused || !s->mailbox_on) return;
+    if (!s->paused || !s->mailbox_on || s->out.full) return;
     /* Resume below half, so reading is not toggled on every request. */
     if (handler_running(&s->h) &&
         (s->queue.count > QUEUE_RUNNING_HIGH / 2 || s->queue_bytes > QUEUE_BYTES_MAX / 2))

@@ -48,22 +48,33 @@ static int tail_intact(struct mailbox *mb)
     return r == (ssize_t)mb->tail_len && !memcmp(now, mb->tail, mb->tail_len);
 }
 
-/* Hand on what the open file holds past our offset, until EOF or a pause. */
-static void drain(struct mailbox *mb)
+enum drained { DRAINED_END, DRAINED_STOP, DRAINED_MORE };
+
+/* Hand on what the open file holds past our offset, until EOF (END), a pause
+ * or a read error (STOP), or until a slice is read (MORE: the idle watcher
+ * reads on once the loop has served what is pending). */
+static enum drained drain(struct mailbox *mb)
 {
+    size_t got = 0;
     while (!mb->paused && !mb->stopped && mb->fd >= 0) {
+        if (got >= MAILBOX_SLICE) {
+            ev_idle_start(mb->loop, &mb->more);
+            return DRAINED_MORE;
+        }
         ssize_t r = pread(mb->fd, mb->chunk, MAILBOX_CHUNK, mb->off);
         if (r < 0) {
             if (errno == EINTR) continue;
             log_warn("cannot read the mailbox %s: %s", mb->path, strerror(errno));
-            return;
+            return DRAINED_STOP;
         }
-        if (r == 0) return;
+        if (r == 0) return DRAINED_END;
+        got += (size_t)r;
         size_t used = lsplit_feed(&mb->split, mb->chunk, (size_t)r, mb->fn, mb->ctx);
         mb->off += (off_t)used;
         remember_tail(mb, mb->chunk, used);
-        if (used < (size_t)r) return; /* paused inside the callback */
+        if (used < (size_t)r) return DRAINED_STOP; /* paused inside the callback */
     }
+    return DRAINED_STOP;
 }
 
 static void close_file(struct mailbox *mb)
@@ -113,8 +124,7 @@ static void check(struct mailbox *mb)
         struct stat ps;
         if (stat(mb->path, &ps) == 0 && (ps.st_dev != mb->dev || ps.st_ino != mb->ino)) {
             /* Replaced: finish what the old file held, then switch. */
-            drain(mb);
-            if (mb->paused || mb->stopped) goto out;
+            if (drain(mb) == DRAINED_MORE || mb->paused || mb->stopped) goto out;
             log_info("the mailbox %s was replaced; reading the new file from the start", mb->path);
             close_file(mb);
         }
@@ -175,6 +185,14 @@ static void on_inotify(struct ev_loop *loop, ev_io *w, int revents)
     if (relevant) check(mb);
 }
 
+/* The next slice, after the loop has served signals and timers. */
+static void on_more(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)revents;
+    ev_idle_stop(loop, w);
+    check(w->data);
+}
+
 static void on_poll(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
@@ -182,6 +200,15 @@ static void on_poll(struct ev_loop *loop, ev_timer *w, int revents)
     struct mailbox *mb = w->data;
     add_watch(mb);
     check(mb);
+}
+
+static void free_names(struct mailbox *mb)
+{
+    free(mb->path);
+    free(mb->dir);
+    free(mb->base);
+    free(mb->chunk);
+    mb->path = mb->dir = mb->base = mb->chunk = NULL;
 }
 
 int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, size_t line_max,
@@ -203,6 +230,7 @@ int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, si
     mb->base = strdup(slash ? slash + 1 : path);
     mb->chunk = malloc(MAILBOX_CHUNK);
     if (!mb->path || !mb->dir || !mb->base || !mb->chunk) {
+        free_names(mb);
         err_set(err, "out of memory");
         return -1;
     }
@@ -218,6 +246,8 @@ int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, si
     }
     /* The first tick comes at once, from the loop: the first read of what
      * is already there happens after the caller has finished setting up. */
+    ev_idle_init(&mb->more, on_more);
+    mb->more.data = mb;
     ev_init(&mb->poll, on_poll);
     mb->poll.data = mb;
     mb->poll.repeat = MAILBOX_POLL_FAST;
@@ -227,7 +257,11 @@ int mailbox_start(struct mailbox *mb, struct ev_loop *loop, const char *path, si
     return 0;
 }
 
-void mailbox_pause(struct mailbox *mb) { mb->paused = 1; }
+void mailbox_pause(struct mailbox *mb)
+{
+    mb->paused = 1;
+    ev_idle_stop(mb->loop, &mb->more);
+}
 
 void mailbox_resume(struct mailbox *mb)
 {
@@ -241,6 +275,7 @@ void mailbox_stop(struct mailbox *mb)
     if (mb->stopped) return;
     mb->stopped = 1;
     ev_timer_stop(mb->loop, &mb->poll);
+    ev_idle_stop(mb->loop, &mb->more);
     if (mb->ifd >= 0) {
         ev_io_stop(mb->loop, &mb->iw);
         close(mb->ifd);
@@ -249,9 +284,5 @@ void mailbox_stop(struct mailbox *mb)
     if (mb->fd >= 0) close(mb->fd);
     mb->fd = -1;
     lsplit_free(&mb->split);
-    free(mb->path);
-    free(mb->dir);
-    free(mb->base);
-    free(mb->chunk);
-    mb->path = mb->dir = mb->base = mb->chunk = NULL;
+    free_names(mb);
 }

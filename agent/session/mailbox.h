@@ -28,6 +28,10 @@
 #define MAILBOX_POLL_SLOW 1.0
 #define MAILBOX_POLL_FAST 0.1
 #define MAILBOX_CHUNK (64 * 1024)
+/* At most this much is read per loop turn; the rest after the loop has
+ * served signals, timers and the handler (a huge or sparse file never holds
+ * the loop for long). */
+#define MAILBOX_SLICE (4 * 1024 * 1024)
 
 struct mailbox {
     struct ev_loop *loop;
@@ -43,6 +47,7 @@ struct mailbox {
     int ifd, wd;
     ev_io iw;
     ev_timer poll;
+    ev_idle more;   /* active while a slice ended before EOF */
     struct lsplit split;
     lsplit_fn fn;
     void *ctx;

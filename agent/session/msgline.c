@@ -25,12 +25,21 @@ static int id_char(unsigned char c)
 
 int msg_id_valid(const char *s, size_t n)
 {
-    if (n < 1 || n > MSG_ID_MAX) return 0;
+    if (n < 1 || n > MSG_ID_MAX || s[0] == '_' || s[n - 1] == '_') return 0;
     for (size_t i = 0; i < n; i++) {
         if (!id_char((unsigned char)s[i])) return 0;
         if (s[i] == '_' && i + 1 < n && s[i + 1] == '_') return 0;
     }
     return 1;
+}
+
+const char *msg_nonce_problem(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e) return "it holds a byte outside printable ASCII";
+    if (memmem(s, n, "__", 2)) return "it holds '__'";
+    if (n && (s[0] == '_' || s[n - 1] == '_')) return "it starts or ends with '_'";
+    return NULL;
 }
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }

@@ -17,8 +17,16 @@
 
 #define MSG_ID_MAX 128
 
-/* 1 when s[0..n) is 1-128 characters of [A-Za-z0-9._:-] without "__". */
+/* 1 when s[0..n) is 1-128 characters of [A-Za-z0-9._:-] without "__",
+ * neither starting nor ending with '_': a client splits the reply prefix
+ * on "__". */
 int msg_id_valid(const char *s, size_t n);
+
+/* Why the nonce s[0..n) cannot travel in the reply prefix (a client could
+ * not split it back out), as static text: a byte outside printable ASCII
+ * (0x20-0x7e; a newline above all), "__", or a leading or trailing '_'.
+ * NULL when it can ("" included). */
+const char *msg_nonce_problem(const char *s, size_t n);
 
 enum msg_kind {
     MSG_BLANK,  /* only whitespace: ignored */

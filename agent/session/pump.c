@@ -1,16 +1,14 @@
 /*
- * pump.c - the session's bytes in and out (see state.h).
+ * pump.c - the session's bytes to and from the handler (see state.h).
  *
  * Owns the writev pump that moves queued lines into the handler's stdin
- * (bounded by INFLIGHT_MAX requests in flight), the matching of the
- * handler's reply lines to requests, and the output buffer of reply lines on
- * stdout. Both directions are batched by one ev_prepare: what a loop
- * iteration queued goes to the handler in one writev (no wait for an
- * EV_WRITE round-trip, which is the latency of a lone request), and its
- * replies to stdout in one write.
+ * (bounded by INFLIGHT_MAX requests in flight) and the matching of the
+ * handler's reply lines to requests. Both directions are batched by one
+ * ev_prepare: what a loop iteration queued goes to the handler in one writev
+ * (no wait for an EV_WRITE round-trip, which is the latency of a lone
+ * request), and its replies to stdout in one write (output.c).
  */
 #include "agent/session/state.h"
-#include "agent/core/io.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
@@ -19,35 +17,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* Replies are written in one write per loop iteration, or sooner past this. */
-#define OUT_FLUSH_AT (1024u * 1024u)
 #define WRITEV_MAX 512
 /* Untrusted text is logged up to this many bytes a line. */
 #define LOG_LINE_MAX 1000
-
-/* ---- stdout ---------------------------------------------------------------- */
-
-static void out_flush(struct session *s)
-{
-    if (!s->out.len) return;
-    if (!s->out_broken && io_write_all(STDOUT_FILENO, s->out.data, s->out.len) < 0) {
-        log_error("cannot write replies to stdout: %s; replies are lost from now on", strerror(errno));
-        s->out_broken = 1;
-    }
-    buf_reset(&s->out);
-    if (s->out.cap > 4 * OUT_FLUSH_AT) buf_free(&s->out);
-}
-
-void pump_emit(struct session *s, const char *id, size_t idlen, const char *json, size_t n)
-{
-    if (msg_reply_line(&s->out, id, idlen, s->nonce.value, s->nonce.len, json, n) < 0) {
-        /* One huge reply cannot be added to a full buffer: flush and retry. */
-        out_flush(s);
-        if (msg_reply_line(&s->out, id, idlen, s->nonce.value, s->nonce.len, json, n) < 0)
-            log_error("out of memory printing the reply to %s", id);
-    }
-    if (s->out.len >= OUT_FLUSH_AT) out_flush(s);
-}
 
 void pump_log_text(const char *what, const char *p, size_t n)
 {
@@ -119,7 +91,7 @@ static enum step write_once(struct session *s)
     }
     if (w < 0) {
         log_warn("the handler closed its stdin (%s); requests wait for its restart", strerror(errno));
-        handler_stdin_broken(&s->h);
+        handler_close_stdin(&s->h);
         return STEP_DONE;
     }
     advance(s, (size_t)w);
@@ -149,7 +121,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
     (void)revents;
     struct session *s = w->data;
     if (s->queue.head && s->h.in_fd >= 0 && s->ninflight < INFLIGHT_MAX) pump_writable(s);
-    out_flush(s);
+    output_flush(s);
 }
 
 void pump_start(struct session *s)
@@ -160,11 +132,7 @@ void pump_start(struct session *s)
     ev_unref(s->loop);
 }
 
-void pump_stop(struct session *s)
-{
-    out_flush(s);
-    ev_prepare_stop(s->loop, &s->flush);
-}
+void pump_stop(struct session *s) { ev_prepare_stop(s->loop, &s->flush); }
 
 /* ---- the handler's stdout -------------------------------------------------- */
 
@@ -184,7 +152,7 @@ void pump_reply(void *ctx, const char *p, size_t n)
         log_info("reply to %s dropped: no such request in flight (answered already?)", id);
         return;
     }
-    pump_emit(s, id, idlen, p, n);
+    output_emit(s, id, idlen, p, n);
     if (r->written < r->len) {
         requests_forget(s, r); /* answered before we finished writing it */
     } else {

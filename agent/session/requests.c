@@ -108,7 +108,7 @@ void requests_answer(struct session *s, const char *id, size_t idlen, const char
         return;
     }
     log_debug("answering %s: %s (%s)", id, code, msg);
-    pump_emit(s, id, idlen, s->tmp.data, s->tmp.len);
+    output_emit(s, id, idlen, s->tmp.data, s->tmp.len);
 }
 
 static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)

@@ -36,6 +36,9 @@ static const char session_usage[] =
     "Be PID 1 of a warm sandbox: keep HANDLER running, hand it each request line\n"
     "appended to the mailbox (on its stdin), and print each of its replies as\n"
     SENTINEL_REPLY "<id>__<nonce>__<base64 JSON> on stdout.\n"
+    "An id is 1-128 of [A-Za-z0-9._:-], without '__', not starting or ending with\n"
+    "'_'. The nonce must be printable ASCII, without '__', not starting or ending\n"
+    "with '_' (else exit 2).\n"
     "\n"
     "environment:\n"
     "  " ENV_MAILBOX "      the mailbox file (default " DEFAULT_MAILBOX ")\n"
@@ -104,10 +107,20 @@ static int read_queue_max(size_t *out, char *err)
     return 0;
 }
 
+/* The nonce travels in every reply prefix: one a client cannot split back
+ * out is refused (README, "Reply line"). The value itself is never logged. */
+static int check_nonce(const struct nonce *n, char *err)
+{
+    const char *why = msg_nonce_problem(n->value, n->len);
+    if (!why) return 0;
+    err_set(err, ENV_NONCE " cannot be carried in a reply line: %s (a client splits the prefix on '__')", why);
+    return -1;
+}
+
 static int read_config(struct session *s, double *base, char *err)
 {
-    if (pid1_config_read(&s->cfg, err) < 0 || read_restart_base(base, err) < 0 ||
-        read_queue_max(&s->queue_max, err) < 0)
+    if (check_nonce(&s->nonce, err) < 0 || pid1_config_read(&s->cfg, err) < 0 ||
+        read_restart_base(base, err) < 0 || read_queue_max(&s->queue_max, err) < 0)
         return -1;
     return 0;
 }
@@ -155,7 +168,7 @@ static int setup(struct session *s, char *err)
         err_set(err, "cannot start: out of memory");
         return -1;
     }
-    buf_init(&s->out, (size_t)-1 / 4);
+    output_init(s);
     buf_init(&s->tmp, 64 * 1024);
     reaper_init(s->loop);
     if (pid1_init(s->loop, shutdown_on_signal, s, err) < 0) return -1;
@@ -164,18 +177,21 @@ static int setup(struct session *s, char *err)
     return 0;
 }
 
+/* Safe at every stage of set-up: what was not made is all zero. */
 static void free_all(struct session *s)
 {
     requests_free_all(s);
     intake_stop(s);
     handler_free(&s->h);
     seen_free(s->seen);
-    buf_free(&s->out);
+    output_free(s);
     buf_free(&s->tmp);
+    if (s->loop) pid1_stop(s->loop);
     free(s->nonce.value);
 }
 
-/* The handler, then the mailbox. Returns 0, or -1 with *code the exit code. */
+/* The handler, then the mailbox. Returns 0, or -1 with *code the exit code
+ * (the caller frees what was made). */
 static int start(struct session *s, char **cmd, double base, const char *path, int *code)
 {
     char err[ERR_LEN];
@@ -183,7 +199,6 @@ static int start(struct session *s, char **cmd, double base, const char *path, i
     handler_init(&s->h, s->loop, cmd, base, &ops, s);
     if (handler_start(&s->h, &exec_errno, err) < 0) {
         log_error("cannot start the handler: %s", err);
-        free_all(s);
         *code = EXIT_NOEXEC;
         return -1;
     }
@@ -215,22 +230,18 @@ static int run(struct session *s)
     /* As PID 1 the kernel kills everything left when we exit; do it now so
      * nothing of the handler outlives the last reply line. */
     if (pid1_is_init()) kill(-1, SIGKILL);
-    pid1_stop(s->loop);
-    free_all(s);
     return 0;
 }
 
-int session_main(int argc, char **argv)
+/* Everything after the nonce: configuration, set-up, the session. Returns
+ * the exit code; what it made is freed by the caller on every path. */
+static int configure_and_run(struct session *s, int argc, char **argv)
 {
-    static struct session st; /* one per process */
-    struct session *s = &st;
     char err[ERR_LEN];
     char **cmd;
     int help, code;
     double base;
 
-    memset(s, 0, sizeof *s);
-    if (pid1_begin(&s->nonce) < 0) return EXIT_USAGE;
     if (parse_args(argc, argv, &cmd, &help) < 0) return EXIT_USAGE;
     if (help) {
         fputs(session_usage, stdout);
@@ -249,4 +260,14 @@ int session_main(int argc, char **argv)
     }
     if (start(s, cmd, base, path, &code) < 0) return code;
     return run(s);
+}
+
+int session_main(int argc, char **argv)
+{
+    struct session st; /* one per process; everything it holds is freed here */
+    memset(&st, 0, sizeof st);
+    if (pid1_begin(&st.nonce) < 0) return EXIT_USAGE;
+    int code = configure_and_run(&st, argc, argv);
+    free_all(&st);
+    return code;
 }

@@ -22,7 +22,7 @@ void shutdown_finish(struct session *s)
 {
     stop_cancel(s->loop, &s->stop);
     s->done = 1;
-    ev_break(s->loop, EVBREAK_ALL);
+    output_finish(s); /* ends the loop once stdout has the rest, or at the deadline */
 }
 
 static void on_kill(struct ev_loop *loop, struct stop *st, void *ctx)

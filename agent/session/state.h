@@ -7,8 +7,10 @@
  *               in-flight list, timeouts, the agent's own error replies
  *   intake.c    mailbox lines -> requests: parsing, duplicates, the queue
  *               bounds (queue_full, pausing and resuming the mailbox)
- *   pump.c      bytes in and out: the writev pump to the handler's stdin,
- *               the handler's reply lines, the reply lines on stdout
+ *   pump.c      bytes to and from the handler: the writev pump to its
+ *               stdin, its reply lines
+ *   output.c    the reply lines on stdout: the bounded buffer, non-blocking
+ *               writes, pausing the producers while stdout is behind
  *   shutdown.c  SIGTERM/SIGINT: the grace period, stopping the handler;
  *               other signals forwarded to it
  *   session.c   session_main: usage, arguments, environment, wiring
@@ -19,7 +21,11 @@
  * (the file keeps what is unread, nothing is lost); while it is down (restart
  * backoff), the queue holds queue_max requests (SANDBOX_AGENT_QUEUE_MAX) and
  * a request that finds it full is answered queue_full at once, so the host
- * is not left waiting out a 64 s backoff.
+ * is not left waiting out a 64 s backoff. Reply lines waiting for stdout:
+ * at OUT_HIGH bytes the handler's stdout and the mailbox pause, below OUT_LOW
+ * they resume; what was in hand then (at most one handler line and one read
+ * chunk, or a dead handler's last HANDLER_DRAIN_MAX) and the agent's own
+ * short answers may go past it, never past OUT_MAX.
  */
 #ifndef SA_SESSION_STATE_H
 #define SA_SESSION_STATE_H
@@ -43,6 +49,9 @@
 /* While the handler runs, reading pauses at this many queued requests (or
  * QUEUE_BYTES_MAX) and resumes below half of it. */
 #define QUEUE_RUNNING_HIGH 4096
+#define OUT_HIGH (64u * 1024u * 1024u)
+#define OUT_LOW (OUT_HIGH / 2)
+#define OUT_MAX (256u * 1024u * 1024u)
 
 struct session;
 
@@ -67,6 +76,16 @@ struct reqlist {
     size_t count;
 };
 
+struct output {
+    struct buf buf;             /* reply lines; data[done..len) not yet written */
+    size_t done;
+    ev_io w;                    /* stdout writable: active while a write would block */
+    ev_timer linger;            /* at the end: the grace deadline for what is left */
+    int flags, restore;         /* stdout's status flags before O_NONBLOCK, to give back */
+    int started, broken, full, ending;
+    unsigned long long dropped; /* bytes of reply lines never written */
+};
+
 struct session {
     struct ev_loop *loop;
     struct pid1_config cfg;
@@ -89,8 +108,9 @@ struct session {
     struct stop stop;
     /* pump.c */
     ev_prepare flush;
-    struct buf out, tmp;
-    int out_broken;
+    struct buf tmp;
+    /* output.c */
+    struct output out;
 };
 
 /* ---- requests.c ---- */
@@ -131,10 +151,7 @@ void intake_resume(struct session *s);
 /* ---- pump.c ---- */
 /* The per-iteration flush (an ev_prepare, not keeping the loop alive). */
 void pump_start(struct session *s);
-/* Last replies out, the flush stopped. */
 void pump_stop(struct session *s);
-/* The reply line for json[0..n) to stdout (buffered until the flush). */
-void pump_emit(struct session *s, const char *id, size_t idlen, const char *json, size_t n);
 /* The handler's stdin can take more (handler_ops.on_writable). */
 void pump_writable(void *ctx);
 /* A line, and the head of a too-long line, of the handler's stdout. */
@@ -143,6 +160,20 @@ void pump_reply_too_large(void *ctx, const char *head, size_t n);
 /* Log untrusted bytes as one warn line: control characters masked, the
  * first LOG_LINE_MAX bytes only. */
 void pump_log_text(const char *what, const char *p, size_t n);
+
+/* ---- output.c ---- */
+/* The buffer, and stdout made non-blocking unless it is a regular file. */
+void output_init(struct session *s);
+/* The reply line for json[0..n) to stdout (buffered until the flush). */
+void output_emit(struct session *s, const char *id, size_t idlen, const char *json, size_t n);
+/* Write what is waiting, as far as stdout takes it without blocking. */
+void output_flush(struct session *s);
+/* The loop is to end: at once, or when stdout has taken what is left, or at
+ * the grace deadline, whichever comes first. */
+void output_finish(struct session *s);
+/* A last non-blocking try; what is left dropped and logged; stdout's flags
+ * given back. Harmless before output_init. */
+void output_free(struct session *s);
 
 /* ---- shutdown.c ---- */
 void shutdown_init(struct session *s);

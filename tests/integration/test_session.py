@@ -8,6 +8,7 @@ never on sleeps; the few short waits below check that something does NOT
 happen.
 """
 import base64
+import fcntl
 import json
 import os
 import pathlib
@@ -32,7 +33,8 @@ REPLY_RE = re.compile(rb"^__SANDBOX_REPLY__([A-Za-z0-9._:-]+)__(.*)__([A-Za-z0-9
 
 
 class Session:
-    def __init__(self, tmp_path, handler=None, env=None, pid1=False, wrap=(), mailbox=None, log="info"):
+    def __init__(self, tmp_path, handler=None, env=None, pid1=False, wrap=(), mailbox=None, log="info",
+                 reading=True):
         self.mailbox = str(mailbox or tmp_path / "mailbox.jsonl")
         self.starts = str(tmp_path / "starts.txt")
         argv = list(wrap) + [AGENT, "session", "--"] + (handler or [PY, HANDLER, self.starts])
@@ -49,21 +51,42 @@ class Session:
         self.bad_lines = []    # stdout lines that are not well-formed replies
         self.err = []
         self.closed = False
+        self.reading = threading.Event()  # cleared: stdout is not read (a stalled log reader)
+        if reading:
+            self.reading.set()
         threading.Thread(target=self._out, daemon=True).start()
         threading.Thread(target=self._err, daemon=True).start()
 
+    def _lines(self):
+        while True:
+            self.reading.wait()
+            line = self.p.stdout.readline()
+            if not line:
+                return
+            yield line
+
+    @staticmethod
+    def _decode(line):
+        """(id, reply) of a well-formed reply line, else None."""
+        m = REPLY_RE.match(line.rstrip(b"\n"))
+        if not m or m.group(2) != NONCE.encode() or not line.endswith(b"\n"):
+            return None
+        try:
+            body = json.loads(base64.b64decode(m.group(3), validate=True))
+        except ValueError:
+            return None
+        rid = m.group(1).decode()
+        return (rid, body) if isinstance(body, dict) and body.get("id") == rid else None
+
     def _out(self):
-        for line in iter(self.p.stdout.readline, b""):
-            m = REPLY_RE.match(line.rstrip(b"\n"))
+        for line in self._lines():
+            got = self._decode(line)
             with self.cv:
-                if not m or m.group(2) != NONCE.encode():
+                if not got:
                     self.bad_lines.append(line)
                 else:
-                    rid = m.group(1).decode()
-                    body = json.loads(base64.b64decode(m.group(3), validate=True))
-                    assert body["id"] == rid
-                    self.replies.setdefault(rid, []).append(body)
-                    self.order.append(rid)
+                    self.replies.setdefault(got[0], []).append(got[1])
+                    self.order.append(got[0])
                 self.cv.notify_all()
         with self.cv:
             self.closed = True
@@ -521,3 +544,254 @@ def test_usage_errors(agent, tmp_path):
     assert r.returncode == 127 and b"command not found" in r.stderr
     r = subprocess.run([agent, "session", "--help"], env=env, capture_output=True, timeout=TIMEOUT)
     assert r.returncode == 0 and b"SANDBOX_MAILBOX" in r.stdout
+
+
+# ---- hardening: start-up paths, nonce, ids, slow mailbox, stalled stdout ----------
+
+def run_agent(args, timeout=TIMEOUT, **env):
+    """The agent run to its exit (the sanitizer build checks for leaks at exit)."""
+    e = clean_env(**env)
+    e["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "detect_leaks=1"]))
+    return subprocess.run([AGENT] + args, env=e, stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=timeout)
+
+
+def test_every_early_exit_frees_what_it_made(agent, tmp_path):
+    """Each way out before the loop runs: its exit code, and (with the
+    sanitizer build) no leak report."""
+    mb = str(tmp_path / "m")
+    cases = [
+        (["session"], {}, 2),
+        (["session", "--help"], {}, 0),
+        (["session", "--", "true"], {"SANDBOX_AGENT_QUEUE_MAX": "x"}, 2),
+        (["session", "--", "/no/such/handler"], {"SANDBOX_MAILBOX": mb}, 127),
+        (["session", "--", "cat"], {"SANDBOX_MAILBOX": str(tmp_path) + "/"}, 2),
+    ]
+    for args, env, code in cases:
+        r = run_agent(args, SANDBOX_JOB_NONCE=NONCE, **env)
+        assert b"LeakSanitizer" not in r.stderr, (args, env, r.stderr.decode()[-3000:])
+        assert r.returncode == code, (args, env, r.returncode, r.stderr)
+
+
+@pytest.mark.parametrize("nonce", ["a__b", "_ab", "ab_", "_", "a\nb", "a\rb", "a\x7fb", "caf\udcc3\udca9"])
+def test_nonce_the_prefix_cannot_carry_is_refused(agent, tmp_path, nonce):
+    starts = tmp_path / "starts.txt"
+    r = run_agent(["session", "--", PY, HANDLER, str(starts)], timeout=20, SANDBOX_JOB_NONCE=nonce,
+                  SANDBOX_MAILBOX=str(tmp_path / "m"))
+    assert r.returncode == 2, r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and b"SANDBOX_JOB_NONCE" in lines[0], r.stderr
+    if len(nonce) > 1:
+        assert os.fsencode(nonce) not in r.stderr  # the secret is never logged
+    assert not starts.exists()  # refused before the handler was started
+
+
+def test_ids_with_a_leading_or_trailing_underscore_are_refused(session):
+    s = session()
+    s.request("_lead")
+    s.request("trail_")
+    s.request("mid_dle")
+    s.call("sync")  # read after the others, answered in order
+    assert set(s.replies) == {"mid_dle", "sync"}
+    assert s.stderr().count('line dropped (invalid "id"') == 2
+    assert s.bad_lines == []
+
+
+@pytest.mark.parametrize("tail", [b'\n{"id": "last", "method": "echo"}\n', b""])
+def test_huge_sparse_mailbox_never_holds_the_loop(session, tmp_path, tail):
+    """A mailbox with a 256 GiB hole (one endless line of NUL bytes): the agent
+    reads it a slice per loop turn, so a request timeout is answered and
+    SIGTERM ends it while the hole is still being read; the line after the
+    hole is never reached (reading it all would take minutes)."""
+    mb = tmp_path / "mailbox.jsonl"
+    first = b'{"id": "first", "method": "hold", "timeout": 0.5}\n'
+    with open(mb, "wb") as f:
+        f.write(first)
+        f.truncate(len(first) + (256 << 30))
+        f.seek(0, os.SEEK_END)
+        f.write(tail)
+    s = session(mailbox=mb)
+    # Served by its timer while the reader is deep in the hole.
+    assert error_code(s.reply("first", timeout=20)) == "timeout"
+    t0 = time.monotonic()
+    assert s.stop(timeout=20) == 0
+    assert time.monotonic() - t0 < 5
+    assert set(s.replies) == {"first"}  # the line after the hole was never reached
+
+
+BIG = 1 << 20  # a 1 MiB reply: a 1.4 MiB reply line
+
+
+def big_requests(s, n):
+    s.append(b"".join(b'{"id": "big%d", "method": "big", "params": %d}\n' % (i, BIG) for i in range(n)))
+
+
+def big_result(rid):
+    return (rid * (BIG // len(rid) + 1))[:BIG]
+
+
+def test_stalled_stdout_reader_then_resumed_gets_every_reply(session):
+    """Nobody reads stdout: the agent keeps serving (a timeout is answered,
+    the handler's output is taken) up to its 64 MiB bound, then pauses the
+    handler and the mailbox; when the reader comes back every reply arrives,
+    whole and once."""
+    s = session(reading=False, log="debug")
+    s.request("slow", "hold", timeout=2)
+    big_requests(s, 100)  # 140 MiB of reply lines
+    s.wait_err("session_handler: big big3 written")  # past any pipe: the agent took them
+    s.wait_err("pausing the handler's output")
+    s.wait_err("answering slow: timeout")  # the loop runs on while stdout is stalled
+    grew_mib = vm_hwm_kib(s.p.pid) / 1024
+    with open(AGENT, "rb") as f:
+        asan = b"__asan_init" in f.read()
+    assert grew_mib < (600 if asan else 250), grew_mib
+    print("VmHWM with stdout stalled: %.1f MiB" % grew_mib)
+    s.reading.set()
+    s._wait(lambda: len(s.replies) == 101, "101 replies", timeout=120)
+    assert error_code(s.reply("slow")) == "timeout"
+    for i in range(100):
+        rid = "big%d" % i
+        assert len(s.replies[rid]) == 1 and s.replies[rid][0]["result"] == big_result(rid), rid
+    assert s.bad_lines == []
+    s.wait_err("stdout caught up")
+    assert s.call("after")["result"]["params"] is None
+    assert s.stop() == 0
+    assert "dropped" not in s.stderr()
+
+
+def test_stalled_stdout_sigterm_exits_zero_on_time(session):
+    """SIGTERM with a stdout nobody reads: the shutdown runs on time and the
+    agent exits 0 when the grace is over, logging what it could not write."""
+    s = session(reading=False, env={"SANDBOX_AGENT_GRACE_SECONDS": "1"})
+    big_requests(s, 100)
+    s.wait_err("session_handler: big big3 written")
+    s.wait_err("pausing the handler's output")
+    t0 = time.monotonic()
+    os.kill(s.p.pid, signal.SIGTERM)
+    rc = s.p.wait(20)
+    took = time.monotonic() - t0
+    assert rc == 0
+    assert took < 1 + 4, took  # the grace, and a margin for a loaded machine
+    s.wait_err("bytes of reply lines could not be written to stdout; dropped")
+    print("SIGTERM -> exit with stdout stalled: %.2f s" % took)
+    s.reading.set()
+    s.wait()
+    # What did reach the pipe is whole lines, but for a cut last one.
+    cut = [l for l in s.bad_lines if l.endswith(b"\n")]
+    assert cut == [] and len(s.bad_lines) <= 1
+
+
+def fd_flags(pid, fd):
+    with open("/proc/%d/fdinfo/%d" % (pid, fd)) as f:
+        for line in f:
+            if line.startswith("flags:"):
+                return int(line.split()[1], 8)
+    raise AssertionError("no flags for fd %d of %d" % (fd, pid))
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_with_stdout(tmp_path, stdout, log="debug"):
+    env = clean_env(SANDBOX_MAILBOX=str(tmp_path / "mailbox.jsonl"), SANDBOX_JOB_NONCE=NONCE,
+                    SANDBOX_AGENT_LOG=log)
+    return subprocess.Popen([AGENT, "session", "--", PY, HANDLER], env=env, stdin=subprocess.DEVNULL,
+                            stdout=stdout, stderr=subprocess.PIPE)
+
+
+def reply_lines(data):
+    out = {}
+    for line in data.replace(b"\r\n", b"\n").split(b"\n"):
+        got = Session._decode(line + b"\n")
+        if got:
+            out[got[0]] = got[1]
+    return out
+
+
+def append_line(tmp_path, data):
+    with open(tmp_path / "mailbox.jsonl", "ab") as f:
+        f.write(data)
+
+
+def test_stdout_regular_file_gets_every_reply(agent, tmp_path):
+    out = tmp_path / "out.log"
+    with open(out, "wb") as f:
+        p = start_with_stdout(tmp_path, f)
+    try:
+        append_line(tmp_path, b'{"id": "b1", "method": "big", "params": %d}\n{"id": "e1", "method": "echo"}\n' % BIG)
+        wait_until(lambda: set(reply_lines(out.read_bytes())) == {"b1", "e1"}, "the replies in the file")
+        assert reply_lines(out.read_bytes())["b1"]["result"] == big_result("b1")
+        os.kill(p.pid, signal.SIGTERM)
+        assert p.wait(TIMEOUT) == 0
+        assert b"dropped" not in p.stderr.read()
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_stdout_devnull_no_busy_loop(agent, tmp_path):
+    p = start_with_stdout(tmp_path, subprocess.DEVNULL)
+    err = []
+    t = threading.Thread(target=lambda: err.extend(iter(p.stderr.readline, b"")), daemon=True)
+    t.start()
+    try:
+        append_line(tmp_path, b'{"id": "b1", "method": "big", "params": %d}\n'
+                              b'{"id": "h1", "method": "hold", "timeout": 0.2}\n' % BIG)
+        wait_until(lambda: any(b"answering h1: timeout" in l for l in err), "the timeout answer")
+        c0 = cpu_seconds(p.pid)
+        time.sleep(0.5)  # absence check: an idle agent burns no CPU
+        assert cpu_seconds(p.pid) - c0 < 0.25
+        os.kill(p.pid, signal.SIGTERM)
+        assert p.wait(TIMEOUT) == 0
+        t.join(TIMEOUT)
+        assert not any(b"dropped" in l or b"cannot write" in l for l in err), err
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_stdout_tty_nonblocking_while_running_flags_given_back(agent, tmp_path):
+    master, slave = os.openpty()
+    got = bytearray()
+    done = threading.Event()
+
+    def read_master():
+        while True:
+            try:
+                b = os.read(master, 65536)
+            except OSError:  # EIO: every slave end closed
+                break
+            if not b:
+                break
+            got.extend(b)
+        done.set()
+    try:
+        p = start_with_stdout(tmp_path, slave)
+        t = threading.Thread(target=read_master, daemon=True)
+        t.start()
+        try:
+            append_line(tmp_path, b'{"id": "b1", "method": "big", "params": %d}\n{"id": "e1", "method": "echo"}\n' % BIG)
+            wait_until(lambda: set(reply_lines(bytes(got))) == {"b1", "e1"}, "the replies on the terminal")
+            assert reply_lines(bytes(got))["b1"]["result"] == big_result("b1")
+            assert fd_flags(p.pid, 1) & os.O_NONBLOCK  # its own writes never block...
+            os.kill(p.pid, signal.SIGTERM)
+            assert p.wait(TIMEOUT) == 0
+        finally:
+            p.kill()
+            p.wait()
+        # ...and the terminal (an open file description others share) is given back as it was.
+        assert not (fcntl.fcntl(slave, fcntl.F_GETFL) & os.O_NONBLOCK)
+    finally:
+        os.close(slave)
+        done.wait(TIMEOUT)
+        os.close(master)
+
+
+def test_stdout_pipe_nonblocking_while_running(session):
+    s = session()
+    s.call("warm")
+    assert fd_flags(s.p.pid, 1) & os.O_NONBLOCK
+    assert s.stop() == 0

@@ -3,7 +3,9 @@
  * file in a temporary directory, driven by its own ev loop: existing lines,
  * appends, a partial last line, a file created later, truncation (shorter,
  * and refilled past the old offset), replacement by rename, pausing inside
- * the callback, a too-long line, and paths that name no file.
+ * the callback, a too-long line, paths that name no file, running out of
+ * memory in mailbox_start (nothing leaks: LeakSanitizer checks at exit), and
+ * a file bigger than a slice read over several loop turns.
  *
  * No sleeps: each step writes, then runs the loop until what it waits for
  * has happened (inotify makes that one turn; the poll timer bounds it).
@@ -23,6 +25,24 @@
 #include <unistd.h>
 
 #define S(x) x, sizeof(x) - 1
+
+/* strdup and strndup are interposed for this binary (mailbox.o's calls
+ * resolve to these): the fail_dup_at-th call from now fails, 0 never. */
+static int fail_dup_at, dup_calls;
+
+static char *dup_or_fail(const char *s, size_t n)
+{
+    if (fail_dup_at && ++dup_calls == fail_dup_at) return NULL;
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *strdup(const char *s) { return dup_or_fail(s, strlen(s)); }
+char *strndup(const char *s, size_t n) { return dup_or_fail(s, strnlen(s, n)); }
 
 struct got {
     struct mailbox *mb;
@@ -218,6 +238,47 @@ static void test_path_names_no_file(void **state)
     /* Nothing was started; teardown's stop is harmless. */
 }
 
+static void test_out_of_memory_frees_what_it_took(void **state)
+{
+    struct fixture *f = *state;
+    char err[ERR_LEN];
+    /* The path, its directory and its base name: each copy failing in turn.
+     * What was copied before is freed (LeakSanitizer reports it otherwise). */
+    for (int k = 1; k <= 3; k++) {
+        struct mailbox mb;
+        fail_dup_at = k;
+        dup_calls = 0;
+        assert_int_equal(mailbox_start(&mb, f->loop, f->path, 1024, collect, &f->g, err), -1);
+        fail_dup_at = 0;
+        assert_non_null(strstr(err, "out of memory"));
+        assert_null(mb.path);
+        assert_null(mb.dir);
+        assert_null(mb.base);
+        mailbox_stop(&mb); /* harmless after a failed start */
+    }
+}
+
+static void test_big_file_read_in_slices(void **state)
+{
+    struct fixture *f = *state;
+    /* 2.5 slices of 1 KiB lines. */
+    enum { LINE = 1024, LINES = MAILBOX_SLICE / LINE * 5 / 2 };
+    char *data = malloc((size_t)LINE * LINES);
+    assert_non_null(data);
+    memset(data, 'x', (size_t)LINE * LINES);
+    for (int i = 1; i <= LINES; i++) data[(size_t)i * LINE - 1] = '\n';
+    put(f->path, data, (size_t)LINE * LINES, O_TRUNC);
+    free(data);
+    start(f, 4096);
+    /* One loop turn reads one slice, then hands the loop back. */
+    ev_run(f->loop, EVRUN_ONCE);
+    assert_int_equal(f->g.lines, MAILBOX_SLICE / LINE);
+    assert_true(ev_is_active(&f->mb.more));
+    RUN_UNTIL(f, f->g.lines == LINES);
+    assert_false(ev_is_active(&f->mb.more));
+    assert_int_equal(f->mb.off, (off_t)LINE * LINES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +289,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pause_and_resume, setup, teardown),
         cmocka_unit_test_setup_teardown(test_too_large_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_path_names_no_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_of_memory_frees_what_it_took, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_big_file_read_in_slices, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,12 @@ static void test_id_valid(void **st)
     assert_false(msg_id_valid(S("")));
     assert_false(msg_id_valid(S("a__b")));
     assert_false(msg_id_valid(S("__")));
-    assert_true(msg_id_valid(S("_a_")));
+    /* A leading or trailing '_' would run into the "__" around it. */
+    assert_false(msg_id_valid(S("_a_")));
+    assert_false(msg_id_valid(S("_a")));
+    assert_false(msg_id_valid(S("a_")));
+    assert_false(msg_id_valid(S("_")));
+    assert_true(msg_id_valid(S("a_b_c")));
     assert_false(msg_id_valid(S("a b")));
     assert_false(msg_id_valid(S("a/b")));
     assert_false(msg_id_valid(S("caf\xc3\xa9")));
@@ -30,6 +35,22 @@ static void test_id_valid(void **st)
     memset(id, 'x', sizeof id);
     assert_true(msg_id_valid(id, 128));
     assert_false(msg_id_valid(id, 129));
+}
+
+static void test_nonce_problem(void **st)
+{
+    (void)st;
+    assert_null(msg_nonce_problem(S("")));
+    assert_null(msg_nonce_problem(S("n0nce-S3cret value_x~!")));
+    assert_string_equal(msg_nonce_problem(S("a__b")), "it holds '__'");
+    assert_string_equal(msg_nonce_problem(S("_ab")), "it starts or ends with '_'");
+    assert_string_equal(msg_nonce_problem(S("ab_")), "it starts or ends with '_'");
+    assert_string_equal(msg_nonce_problem(S("_")), "it starts or ends with '_'");
+    assert_non_null(strstr(msg_nonce_problem(S("a\nb")), "printable ASCII"));
+    assert_non_null(strstr(msg_nonce_problem(S("a\rb")), "printable ASCII"));
+    assert_non_null(strstr(msg_nonce_problem(S("a\x7f")), "printable ASCII"));
+    assert_non_null(strstr(msg_nonce_problem(S("caf\xc3\xa9")), "printable ASCII"));
+    assert_non_null(strstr(msg_nonce_problem("a\0b", 3), "printable ASCII"));
 }
 
 static void test_parse_request(void **st)
@@ -120,6 +141,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_id_valid),
+        cmocka_unit_test(test_nonce_problem),
         cmocka_unit_test(test_parse_request),
         cmocka_unit_test(test_peek_id),
         cmocka_unit_test(test_parse_reply),

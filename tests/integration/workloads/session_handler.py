@@ -2,6 +2,7 @@
 on stdout. Behaviour by "method":
   echo     result = {"params": ..., "raw": base64 of the exact stdin line}
   pid      result = this process's pid
+  big      result = params bytes of text (a big reply), then a stderr line
   hold     no reply (stays in flight)
   later    held; answered by the next "flush", in reverse order
   flush    answers every "later" (newest first), then itself
@@ -42,6 +43,11 @@ for line in sys.stdin.buffer:
         reply(rid, {"params": params, "raw": base64.b64encode(line).decode()})
     elif method == "pid":
         reply(rid, os.getpid())
+    elif method == "big":
+        reply(rid, (rid * (params // len(rid) + 1))[:params])
+        out.flush()
+        sys.stderr.write("session_handler: big %s written\n" % rid)
+        sys.stderr.flush()
     elif method == "hold":
         pass
     elif method == "later":
