@@ -37,6 +37,28 @@ int nonce_take(struct nonce *n, const char **err)
     return 0;
 }
 
+static void overwrite(char *p, size_t n)
+{
+    /* explicit_bzero is not in every libc; a volatile write loop is not
+     * optimised away either. */
+    volatile char *v = p;
+    for (size_t i = 0; i < n; i++) v[i] = '\0';
+}
+
+void nonce_wipe(struct nonce *n)
+{
+    if (n->value) overwrite(n->value, n->len);
+    free(n->value);
+    n->value = NULL;
+    n->len = 0;
+}
+
+void nonce_forget(void)
+{
+    if (taken) overwrite(taken, taken_len);
+    taken_len = 0;
+}
+
 static int take(const char **err)
 {
     static const char name[] = ENV_NONCE "=";
@@ -62,10 +84,7 @@ static int take(const char **err)
             }
             n->len = strlen(n->value);
         }
-        /* explicit_bzero is not in every libc; a volatile write loop is not
-         * optimised away either. */
-        volatile char *p = *e;
-        for (size_t i = 0; p[i]; i++) p[i] = '\0';
+        overwrite(*e, strlen(*e));
     }
     /* The wiped strings are now "" and no longer match; drop the slots so no
      * child sees an empty name. */

@@ -24,4 +24,11 @@ struct nonce {
  */
 int nonce_take(struct nonce *n, const char **err);
 
+/* Overwrite a copy from nonce_take, then free it. */
+void nonce_wipe(struct nonce *n);
+/* Overwrite the module's own copy: for a fork of the agent that must not
+ * hold the secret (with nonce_wipe of every copy it was handed). Later
+ * nonce_take calls get "". */
+void nonce_forget(void);
+
 #endif

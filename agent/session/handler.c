@@ -147,6 +147,7 @@ void handler_init(struct handler *h, struct ev_loop *loop, char **argv, double b
     ev_init(&h->restart, on_restart);
     h->restart.data = h;
     h->rbuf = malloc(HANDLER_READ_CHUNK);
+    errpipe_open(&h->err, loop, NULL);
 }
 
 int handler_start(struct handler *h, int *exec_errno, char *err)
@@ -169,7 +170,7 @@ int handler_start(struct handler *h, int *exec_errno, char *err)
     }
     /* Its own process group: shutdown signals reach what it started too.
      * No terminal: a daemon's handler is never in the foreground. */
-    struct spawn_opts so = {h->argv, 1, -1, in[0], out[1], -1, NULL};
+    struct spawn_opts so = {h->argv, 1, -1, in[0], out[1], errpipe_child_fd(&h->err), NULL};
     pid_t pid = spawn_child(&so, exec_errno, err);
     close(in[0]);
     close(out[1]);
@@ -223,6 +224,10 @@ void handler_free(struct handler *h)
         h->out_fd = -1;
     }
     ev_timer_stop(h->loop, &h->restart);
+    /* What the handler's family wrote to stderr last, as far as stderr
+     * takes it right now. */
+    if (h->err.active) relay_flush_now(&h->err.relay, HANDLER_DRAIN_MAX);
+    errpipe_close(&h->err);
     lsplit_free(&h->split);
     free(h->rbuf);
     h->rbuf = NULL;
