@@ -9,11 +9,17 @@
 #include <string.h>
 #include <unistd.h>
 
+void errpipe_init(struct errpipe *e)
+{
+    memset(e, 0, sizeof *e);
+    e->wfd = -1;
+    e->relay.in_fd = e->relay.peek[0] = e->relay.peek[1] = -1;
+}
+
 void errpipe_open(struct errpipe *e, struct ev_loop *loop, struct outlet *out)
 {
     int p[2];
-    memset(e, 0, sizeof *e);
-    e->wfd = -1;
+    errpipe_init(e);
     if (!outlet_same_file(STDOUT_FILENO, STDERR_FILENO)) return;
     if (!out) {
         outlet_init(&e->own, STDERR_FILENO);

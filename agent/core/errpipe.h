@@ -27,6 +27,9 @@ struct errpipe {
     struct relay relay;
 };
 
+/* Nothing set up yet: the child inherits fd 2 (what errpipe_open starts
+ * with, for a caller that may never call it). */
+void errpipe_init(struct errpipe *e);
 /* When fds 1 and 2 are the same pipe or regular file, make the pipe and
  * start relaying it to out (the agent's stdout outlet, so both relays share
  * one idea of where the last line ended), or to an outlet on fd 2 when out

@@ -243,12 +243,20 @@ static int run_prepare(int argc, char **argv, struct run_state *st, struct run_o
 static int relay_setup(struct run_state *st)
 {
     int pipefd[2];
+    errpipe_init(&st->err);
+    st->relay.in_fd = -1;
     outlet_grow_pipe(STDOUT_FILENO);
     outlet_init(&st->out, STDOUT_FILENO);
     st->relaying = !isatty(STDOUT_FILENO);
     if (!st->relaying) return -1;
-    if (pipe2(pipefd, O_CLOEXEC) < 0 || relay_start(&st->relay, st->loop, pipefd[0], &st->out, 0) < 0) {
+    if (pipe2(pipefd, O_CLOEXEC) < 0) pipefd[0] = pipefd[1] = -1;
+    if (pipefd[0] < 0 || relay_start(&st->relay, st->loop, pipefd[0], &st->out, 0) < 0) {
         log_warn("cannot set up the stdout relay: %s; the job writes to stdout directly", strerror(errno));
+        if (pipefd[0] >= 0) {
+            close(pipefd[0]);
+            close(pipefd[1]);
+        }
+        st->relay.in_fd = -1;
         st->relaying = 0;
         return -1;
     }
