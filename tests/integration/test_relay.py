@@ -40,9 +40,11 @@ def result_env(tmp, **extra):
 
 class Hook(http.server.BaseHTTPRequestHandler):
     received = []
+    delay = 0.0  # seconds before the answer, like a real server's latency
 
     def do_POST(self):
         Hook.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        time.sleep(Hook.delay)
         self.send_response(204)
         self.end_headers()
 
@@ -53,6 +55,7 @@ class Hook(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def hook():
     Hook.received = []
+    Hook.delay = 0.0
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield "http://127.0.0.1:%d/hook" % srv.server_address[1]
@@ -226,7 +229,9 @@ def test_bad_report_seconds(tmp):
 def test_slow_reader_gets_the_sentinel_and_the_webhook_its_budget(tmp, hook):
     # The log reader is away for 12 s when the job exits (its pipe is full):
     # the sentinel waits for it, and the webhook still gets its whole 10 s
-    # budget afterwards instead of a clock that ran out while waiting.
+    # budget afterwards instead of a clock that ran out while waiting (the
+    # server takes 1 s to answer; a budget already spent kills the POST).
+    Hook.delay = 1.0
     r, w = os.pipe()
     fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_SIZE)
     os.set_blocking(w, False)
@@ -244,7 +249,9 @@ def test_slow_reader_gets_the_sentinel_and_the_webhook_its_budget(tmp, hook):
         stream = out.wait_eof(timeout=30)
         assert stream.endswith(b"hello\n" + RESULT_SENTINEL.encode() + stream.rsplit(b"__", 1)[1])
         assert one_sentinel(stream)["exit_code"] == 3
-        assert [h["exit_code"] for h in Hook.received] == [3], err.wait_eof()
+        stderr = err.wait_eof()
+        assert [h["exit_code"] for h in Hook.received] == [3], stderr
+        assert b"webhook" not in stderr, stderr
     finally:
         timer.cancel()
         if p.poll() is None:
