@@ -395,6 +395,8 @@ static int run_job(int argc, char **argv, struct run_owned *own)
     int exit_code = run_start(&st);
     if (exit_code < 0) exit_code = run_supervise(&st);
     run_report(&st, exit_code, &own->nonce);
+    if (st.relaying) relay_close(&st.relay);
+    errpipe_close(&st.err);
     pid1_stop(st.loop);
     return exit_code;
 }
