@@ -52,7 +52,11 @@ static void abandon(struct report *rp, const char *why)
     rp->phase = REPORT_DONE;
 }
 
-void report_stop(struct report *rp) { abandon(rp, "stop signal during the report"); }
+void report_stop(struct report *rp)
+{
+    if (rp->phase == REPORT_IDLE) rp->stop_early = 1;
+    abandon(rp, "stop signal during the report");
+}
 
 static void on_bound(struct ev_loop *loop, ev_timer *w, int revents)
 {

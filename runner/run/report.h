@@ -39,6 +39,7 @@ struct report {
     size_t len, off;
     int newline;         /* a "\n" still goes before the line */
     int phase;           /* REPORT_IDLE, _DRAIN, _SENTINEL, _DONE */
+    int stop_early;      /* a stop signal came after the job's exit, before the report */
 };
 
 /* SANDBOX_AGENT_REPORT_SECONDS: 0, or -1 with err for a bad value. */
@@ -52,7 +53,8 @@ void report_add_relay(struct report *rp, struct relay *r);
  * was abandoned after `bound` seconds. */
 void report_run(struct report *rp, struct ev_loop *loop, struct outlet *out, const char *line,
                 size_t len, int force_newline, double bound);
-/* A stop signal arrived: abandon what is left, if the report is running. */
+/* A stop signal arrived after the job exited: abandon what is left if the
+ * report is running, else note it (stop_early) for the report's bound. */
 void report_stop(struct report *rp);
 
 #endif

@@ -244,6 +244,7 @@ static int relay_setup(struct run_state *st)
 {
     int pipefd[2];
     errpipe_init(&st->err);
+    report_init(&st->report);
     st->relay.in_fd = -1;
     outlet_grow_pipe(STDOUT_FILENO);
     outlet_init(&st->out, STDOUT_FILENO);
@@ -350,7 +351,8 @@ static void report_sentinel(struct run_state *st, const struct job_outcome *o)
         /* A job ended by a stop signal got the grace period; its report
          * gets no longer on a stalled stdout. */
         double bound = st->report_bound;
-        if ((st->stop.pid > 0 || st->stop.killed) && st->cfg.grace < bound) bound = st->cfg.grace;
+        int stopped = st->stop.pid > 0 || st->stop.killed || st->report.stop_early;
+        if (stopped && st->cfg.grace < bound) bound = st->cfg.grace;
         if (st->relaying) report_add_relay(&st->report, &st->relay);
         if (st->err.active) report_add_relay(&st->report, &st->err.relay);
         report_run(&st->report, st->loop, &st->out, line.data, line.len, force_nl, bound);
