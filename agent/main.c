@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         log_error("%s", err);
         return EXIT_USAGE;
     }
-    free(n.value);
+    nonce_wipe(&n);
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;

@@ -1,17 +1,22 @@
 /*
  * log.c - stderr diagnostics. Each message is formatted into one buffer and
  * written with a single write(2), so lines from the agent and from the
- * workload (which shares stderr) never interleave mid-line.
+ * workload (which shares stderr) never interleave mid-line, and never waits
+ * long for a stderr nobody reads.
  */
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* How long one diagnostic may wait for room on stderr. */
+#define LOG_WAIT_MS 500
 
 static enum log_level threshold = LOG_WARN;
 
@@ -49,6 +54,17 @@ void log_msg(enum log_level level, const char *fmt, ...)
     for (size_t i = prefix; i < n; i++)
         if (line[i] == '\n' || line[i] == '\r') line[i] = ' ';
     line[n++] = '\n';
+    /* A stalled stderr must not hold the agent: a line that finds no room
+     * within LOG_WAIT_MS is dropped. It is shorter than PIPE_BUF, so a pipe
+     * with room takes it whole. */
+    struct pollfd p = {STDERR_FILENO, POLLOUT, 0};
+    int ready;
+    do ready = poll(&p, 1, LOG_WAIT_MS);
+    while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
+        errno = saved;
+        return;
+    }
     for (size_t off = 0; off < n;) {
         ssize_t r = write(STDERR_FILENO, line + off, n - off);
         if (r < 0 && errno == EINTR) continue;

@@ -47,6 +47,30 @@ int secret_take(const char *name, struct nonce *n, const char **err)
 
 int nonce_take(struct nonce *n, const char **err) { return secret_take(ENV_NONCE, n, err); }
 
+static void overwrite(char *p, size_t n)
+{
+    /* explicit_bzero is not in every libc; a volatile write loop is not
+     * optimised away either. */
+    volatile char *v = p;
+    for (size_t i = 0; i < n; i++) v[i] = '\0';
+}
+
+void nonce_wipe(struct nonce *n)
+{
+    if (n->value) overwrite(n->value, n->len);
+    free(n->value);
+    n->value = NULL;
+    n->len = 0;
+}
+
+void nonce_forget(void)
+{
+    for (size_t i = 0; i < NSECRETS; i++) {
+        if (taken[i].value) overwrite(taken[i].value, taken[i].len);
+        taken[i].len = 0;
+    }
+}
+
 /* Copy NAME's first value into n and overwrite every NAME=... entry in place
  * (a duplicated entry must be wiped too; the first one wins, as getenv would
  * return it). */
@@ -65,10 +89,7 @@ static int take_one(const char *name, struct nonce *n, const char **err)
             }
             n->len = strlen(n->value);
         }
-        /* explicit_bzero is not in every libc; a volatile write loop is not
-         * optimised away either. */
-        volatile char *p = *e;
-        for (size_t i = 0; p[i]; i++) p[i] = '\0';
+        overwrite(*e, strlen(*e));
     }
     if (!n->value && !(n->value = strdup(""))) {
         *err = "out of memory";

@@ -29,4 +29,11 @@ int nonce_take(struct nonce *n, const char **err);
 /* The same for the protected variable `name` (ENV_NONCE or ENV_TOKEN). */
 int secret_take(const char *name, struct nonce *n, const char **err);
 
+/* Overwrite a copy from nonce_take or secret_take, then free it. */
+void nonce_wipe(struct nonce *n);
+/* Overwrite the module's own copies of every secret: for a fork of the agent
+ * that must not hold them (with nonce_wipe of every copy it was handed).
+ * Later calls get "". */
+void nonce_forget(void);
+
 #endif

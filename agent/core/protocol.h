@@ -38,6 +38,11 @@
 #define ENV_GRACE "SANDBOX_AGENT_GRACE_SECONDS"
 /* "A:B,...": forward signal A as B (0 drops it), as dumb-init's --rewrite. */
 #define ENV_SIGNAL_REWRITE "SANDBOX_AGENT_SIGNAL_REWRITE"
+/* run: how long the job's last output and the sentinel may wait for a
+ * stalled stdout after the job exits before they are abandoned (the grace
+ * period instead, when shorter and a stop signal ended the job). */
+#define ENV_REPORT "SANDBOX_AGENT_REPORT_SECONDS"
+#define DEFAULT_REPORT_SECONDS 30.0
 /* session: restart delays are BASE * 1, 4, 16, 64 s, reset after BASE * 60 s
  * of healthy running; requests held while the handler is down. */
 #define ENV_RESTART_BASE "SANDBOX_AGENT_RESTART_BASE_SECONDS"

@@ -148,6 +148,7 @@ void handler_init(struct handler *h, struct ev_loop *loop, char **argv, double b
     ev_init(&h->restart, on_restart);
     h->restart.data = h;
     h->rbuf = malloc(HANDLER_READ_CHUNK);
+    errpipe_open(&h->err, loop, NULL);
 }
 
 int handler_start(struct handler *h, int *exec_errno, char *err)
@@ -171,7 +172,7 @@ int handler_start(struct handler *h, int *exec_errno, char *err)
     /* Its own process group: shutdown signals reach what it started too.
      * No terminal: a daemon's handler is never in the foreground. */
     struct spawn_opts so = {.argv = h->argv, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = in[0],
-                            .stdout_fd = out[1], .stderr_fd = -1, .cwd = NULL};
+                            .stdout_fd = out[1], .stderr_fd = errpipe_child_fd(&h->err), .cwd = NULL};
     pid_t pid = spawn_child(&so, exec_errno, err);
     close(in[0]);
     close(out[1]);
@@ -232,6 +233,10 @@ void handler_free(struct handler *h)
         h->out_fd = -1;
     }
     ev_timer_stop(h->loop, &h->restart);
+    /* What the handler's family wrote to stderr last, as far as stderr
+     * takes it right now. */
+    if (h->err.active) relay_flush_now(&h->err.relay, HANDLER_DRAIN_MAX);
+    errpipe_close(&h->err);
     lsplit_free(&h->split);
     free(h->rbuf);
     h->rbuf = NULL;

@@ -3,8 +3,10 @@
  * its stdin and stdout, reading its stdout as bounded lines, restarting it
  * with backoff after it exits, not restarting it once the session shuts down.
  *
- * Owns the handler's pid, its pipe fds (our ends O_CLOEXEC and non-blocking)
- * and the restart timer. Does not own what is written to its stdin: the
+ * Owns the handler's pid, its pipe fds (our ends O_CLOEXEC and non-blocking),
+ * the restart timer, and, when the agent's stdout and stderr are one pipe,
+ * the handler's own stderr pipe (agent/core/errpipe.h: it must not read the
+ * reply lines back from a shared fd 2), kept across restarts. Does not own what is written to its stdin: the
  * session writes there itself when told the pipe is writable, so the queue
  * and its accounting stay in one place. Does not stop it either: the session's
  * shutdown does that with agent/core/stop.h on the pid it reads here.
@@ -12,6 +14,7 @@
 #ifndef SA_HANDLER_H
 #define SA_HANDLER_H
 
+#include "agent/core/errpipe.h"
 #include "agent/core/lsplit.h"
 #include "agent/core/spawn.h"
 
@@ -58,6 +61,7 @@ struct handler {
     int no_restart;
     int read_paused;
     char *rbuf;
+    struct errpipe err; /* its stderr under 2>&1: a pipe of its own, relayed */
 };
 
 void handler_init(struct handler *h, struct ev_loop *loop, char **argv, double base,

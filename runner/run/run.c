@@ -10,17 +10,21 @@
  * their own file; this one decides the order they happen in.
  */
 #include "runner/run/run.h"
+#include "runner/run/drain.h"
 #include "runner/run/entry.h"
-#include "runner/run/relay.h"
+#include "runner/run/report.h"
 #include "runner/run/result.h"
 #include "runner/run/sentinel.h"
 #include "runner/run/webhook.h"
 #include "agent/core/err.h"
+#include "agent/core/errpipe.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
+#include "agent/core/outlet.h"
 #include "agent/core/pid1.h"
 #include "agent/core/protocol.h"
+#include "agent/core/relay.h"
 #include "agent/core/spawn.h"
 #include "agent/core/stop.h"
 
@@ -51,6 +55,7 @@ static const char run_usage[] =
     "  " ENV_JOB_ID "           copied into the webhook payload\n"
     "  " ENV_GRACE " seconds between SIGTERM/SIGINT and SIGKILL (default 5)\n"
     "  " ENV_SIGNAL_TARGET " 'group' (default) or 'child'\n"
+    "  " ENV_REPORT " how long a stalled stdout may hold the sentinel (default 30)\n"
     "  " ENV_LOG "          debug | info | warn (default warn)\n"
     "\n"
     "exit status: the job's, 128+N if signal N killed it, 126 not executable,\n"
@@ -69,7 +74,12 @@ struct run_state {
     struct stop stop;
     struct reaper_watch rw;
     int relaying;        /* the job's stdout comes through the relay */
+    struct outlet out;   /* the agent's stdout */
     struct relay relay;
+    struct errpipe err;  /* the job's own stderr under 2>&1 */
+    double report_bound; /* SANDBOX_AGENT_REPORT_SECONDS */
+    struct report report;
+    struct drain drain;
 };
 
 static void on_grace_expired(struct ev_loop *loop, struct stop *s, void *ctx)
@@ -85,7 +95,10 @@ static void on_grace_expired(struct ev_loop *loop, struct stop *s, void *ctx)
 static void on_signal(struct ev_loop *loop, int sig, void *ctx)
 {
     struct run_state *st = ctx;
-    if (st->exited) return; /* reporting already: nothing left to signal */
+    if (st->exited) { /* reporting already: nothing left to signal */
+        if (sig == SIGTERM || sig == SIGINT) report_stop(&st->report);
+        return;
+    }
     /* SIGTERM (docker stop) and SIGINT (Ctrl-C without a terminal) are
      * requests to stop: the job gets the grace period to exit by itself, and
      * SIGCONT, since a stopped job (SIGSTOP, Ctrl-Z) could otherwise only ever
@@ -140,21 +153,6 @@ static int prepare_result_path(char **path_out)
     }
     *path_out = path;
     return 0;
-}
-
-/* Print the sentinel; it must start a line on stdout. */
-static void print_sentinel(const char *core, size_t n, int at_line_start)
-{
-    struct buf line;
-    buf_init(&line, (size_t)-1 / 2);
-    if ((!at_line_start && buf_putc(&line, '\n') < 0) || sentinel_line(&line, core, n) < 0) {
-        log_error("out of memory building the sentinel");
-        buf_free(&line);
-        return;
-    }
-    if (io_write_all(STDOUT_FILENO, line.data, line.len) < 0)
-        log_error("cannot write the sentinel to stdout: %s", strerror(errno));
-    buf_free(&line);
 }
 
 static int parse_args(int argc, char **argv, char ***cmd, int *help)
@@ -213,7 +211,8 @@ static int run_prepare(int argc, char **argv, struct run_state *st, struct run_o
         }
         st->cmd = own->entry;
     }
-    if (pid1_config_read(&st->cfg, err) < 0 || result_max_bytes(&st->result_max, err) < 0) {
+    if (pid1_config_read(&st->cfg, err) < 0 || result_max_bytes(&st->result_max, err) < 0 ||
+        report_seconds(&st->report_bound, err) < 0) {
         log_error("%s", err);
         return -1;
     }
@@ -237,37 +236,59 @@ static int run_prepare(int argc, char **argv, struct run_state *st, struct run_o
     return 0;
 }
 
+/* The job's stdout goes through us unless it is a terminal: the job must
+ * then see a real TTY (isatty, job control) and we cannot interpose. Under
+ * 2>&1 its stderr gets a pipe of its own too (errpipe.h). Returns the write
+ * end for the job's stdout, or -1 when it inherits ours. */
+static int relay_setup(struct run_state *st)
+{
+    int pipefd[2];
+    errpipe_init(&st->err);
+    report_init(&st->report);
+    st->relay.in_fd = -1;
+    outlet_grow_pipe(STDOUT_FILENO);
+    outlet_init(&st->out, STDOUT_FILENO);
+    st->relaying = !isatty(STDOUT_FILENO);
+    if (!st->relaying) return -1;
+    if (pipe2(pipefd, O_CLOEXEC) < 0) pipefd[0] = pipefd[1] = -1;
+    if (pipefd[0] < 0 || relay_start(&st->relay, st->loop, pipefd[0], &st->out, 0) < 0) {
+        log_warn("cannot set up the stdout relay: %s; the job writes to stdout directly", strerror(errno));
+        if (pipefd[0] >= 0) {
+            close(pipefd[0]);
+            close(pipefd[1]);
+        }
+        st->relay.in_fd = -1;
+        st->relaying = 0;
+        return -1;
+    }
+    errpipe_open(&st->err, st->loop, &st->out);
+    return pipefd[1];
+}
+
 /* Step 2: start the job. Returns the exit code to report when it could not be
  * started at all, else -1. */
 static int run_start(struct run_state *st)
 {
     char err[ERR_LEN];
-    /* The job's stdout goes through us unless it is a terminal: the job must
-     * then see a real TTY (isatty, job control) and we cannot interpose. */
-    int pipefd[2] = {-1, -1};
-    st->relaying = !isatty(STDOUT_FILENO);
-    if (st->relaying && pipe2(pipefd, O_CLOEXEC) < 0) {
-        log_warn("cannot create the stdout relay pipe: %s; the job writes to stdout directly",
-                 strerror(errno));
-        st->relaying = 0;
-    }
+    int out_fd = relay_setup(st);
     /* With a controlling terminal in the foreground, hand it to the job so
      * Ctrl-C and job control reach it, as in a shell. */
     int tty_fd = (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp()) ? STDIN_FILENO : -1;
 
     struct spawn_opts so = {.argv = st->cmd, .new_pgrp = 1, .tty_fd = tty_fd, .stdin_fd = -1,
-                            .stdout_fd = st->relaying ? pipefd[1] : -1, .stderr_fd = -1, .cwd = NULL};
+                            .stdout_fd = out_fd, .stderr_fd = errpipe_child_fd(&st->err), .cwd = NULL};
     st->child = spawn_child(&so, &st->exec_errno, err);
-    if (st->relaying) close(pipefd[1]);
+    if (out_fd >= 0) close(out_fd);
+    errpipe_close_write(&st->err);
     if (st->child < 0) {
         log_error("cannot start the job: %s", err);
-        if (st->relaying) close(pipefd[0]);
+        if (st->relaying) relay_close(&st->relay);
+        errpipe_close(&st->err);
         st->relaying = 0;
         return EXIT_NOEXEC;
     }
     if (st->exec_errno) log_error("cannot run '%s': %s", st->cmd[0], spawn_exec_reason(st->exec_errno));
     reaper_watch(st->loop, &st->rw, st->child, on_child_exit, st);
-    if (st->relaying) relay_start(&st->relay, st->loop, pipefd[0], STDOUT_FILENO);
     log_debug("job started as pid %d", (int)st->child);
     return -1;
 }
@@ -294,29 +315,62 @@ static void clear_leftovers(struct run_state *st, const char *hook)
         reaper_kill_children(st->loop);
 }
 
-/* Steps 5-7: read the result file, print the sentinel, POST the webhook. */
-static void run_report(struct run_state *st, int exit_code, const struct nonce *nonce)
+/* As a subreaper, a leftover of the job that still holds its stdout (or
+ * stderr) would lose it when we exit: fork the drain process now, before
+ * the nonce is in any buffer (drain.h). */
+static void drain_prepare(struct run_state *st, struct nonce *nonce)
 {
-    int at_line_start = 1;
-    if (st->relaying) {
-        relay_finish(&st->relay);
-        at_line_start = relay_at_line_start(&st->relay);
-    } else if (isatty(STDOUT_FILENO)) {
-        /* The job wrote to the terminal directly: whether its output ended a
-         * line is unknowable, and a sentinel glued to a line is lost. */
-        at_line_start = 0;
-    }
+    int fds[DRAIN_MAX_FDS], n = 0;
+    if (!st->relaying || pid1_is_init()) return;
+    if (relay_writers(&st->relay)) fds[n++] = st->relay.in_fd;
+    if (st->err.active && relay_writers(&st->err.relay)) fds[n++] = st->err.relay.in_fd;
+    if (n) drain_fork(&st->drain, fds, n, nonce);
+}
 
+/* After the report: hand the relay pipes over if anything can still come. */
+static void drain_finish(struct run_state *st)
+{
+    if (st->drain.pid <= 0) return;
+    if (!st->out.broken && (relay_live(&st->relay) || (st->err.active && relay_live(&st->err.relay))))
+        drain_go(&st->drain);
+    else
+        drain_cancel(&st->drain);
+}
+
+/* Steps 5-6: the result file, then the job's last output and the sentinel. */
+static void report_sentinel(struct run_state *st, const struct job_outcome *o)
+{
+    struct buf core, line;
+    buf_init(&core, (size_t)-1 / 2);
+    buf_init(&line, (size_t)-1 / 2);
+    if (sentinel_json(&core, o, NULL) < 0 || sentinel_line(&line, core.data, core.len) < 0) {
+        log_error("out of memory building the sentinel");
+    } else {
+        /* A terminal the job wrote to directly: whether its output ended a
+         * line is unknowable, and a sentinel glued to a line is lost. */
+        int force_nl = !st->relaying && isatty(STDOUT_FILENO);
+        /* A job ended by a stop signal got the grace period; its report
+         * gets no longer on a stalled stdout. */
+        double bound = st->report_bound;
+        int stopped = st->stop.pid > 0 || st->stop.killed || st->report.stop_early;
+        if (stopped && st->cfg.grace < bound) bound = st->cfg.grace;
+        if (st->relaying) report_add_relay(&st->report, &st->relay);
+        if (st->err.active) report_add_relay(&st->report, &st->err.relay);
+        report_run(&st->report, st->loop, &st->out, line.data, line.len, force_nl, bound);
+    }
+    buf_free(&line);
+    buf_free(&core);
+}
+
+/* Steps 5-7: read the result file, print the sentinel, POST the webhook. */
+static void run_report(struct run_state *st, int exit_code, struct nonce *nonce)
+{
+    drain_prepare(st, nonce);
     struct job_result res;
     result_read(st->result_path, st->result_max, &res);
     if (res.error[0]) log_warn("%s: %s", st->result_path, res.error);
     struct job_outcome o = {exit_code, res.raw, res.len, res.error, nonce->value, nonce->len};
-    struct buf core;
-    buf_init(&core, (size_t)-1 / 2);
-    if (sentinel_json(&core, &o, NULL) < 0)
-        log_error("out of memory building the outcome");
-    else
-        print_sentinel(core.data, core.len, at_line_start);
+    report_sentinel(st, &o);
 
     const char *hook = getenv(ENV_WEBHOOK);
     clear_leftovers(st, hook);
@@ -330,8 +384,8 @@ static void run_report(struct run_state *st, int exit_code, const struct nonce *
             webhook_post(st->loop, hook, payload.data, payload.len, WEBHOOK_BUDGET_SECONDS);
         buf_free(&payload);
     }
-    buf_free(&core);
     result_free(&res);
+    drain_finish(st);
 }
 
 /* The contract's steps, in order: prepare, start, supervise, report. */
@@ -344,6 +398,8 @@ static int run_job(int argc, char **argv, struct run_owned *own)
     int exit_code = run_start(&st);
     if (exit_code < 0) exit_code = run_supervise(&st);
     run_report(&st, exit_code, &own->nonce);
+    if (st.relaying) relay_close(&st.relay);
+    errpipe_close(&st.err);
     pid1_stop(st.loop);
     return exit_code;
 }
@@ -354,6 +410,6 @@ int run_main(int argc, char **argv)
     int rc = run_job(argc, argv, &own);
     entry_free(own.entry);
     free(own.result_path);
-    free(own.nonce.value);
+    nonce_wipe(&own.nonce);
     return rc;
 }

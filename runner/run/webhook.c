@@ -317,6 +317,9 @@ void webhook_post(struct ev_loop *loop, const char *url, const char *body, size_
     }
     if (pw.pid <= 0) return;
     reaper_watch(loop, &pw.rw, pw.pid, on_post_exit, &pw);
+    /* The budget counts from now: the loop's clock is only as fresh as its
+     * last iteration, and whatever ran since must not use up the budget. */
+    ev_now_update(loop);
     ev_timer_init(&pw.timer, on_post_timeout, budget, 0);
     pw.timer.data = &pw;
     ev_timer_start(loop, &pw.timer);
