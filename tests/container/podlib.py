@@ -5,10 +5,13 @@ integration suite's conftest alongside still imports the right one;
 conftest.py re-exports the fixtures.)
 
 The session fixture `images` runs tests/container/setup.sh once per run
-(debootstrap base image, the repository's Dockerfile, two scratch images) and
-removes, at the end of the run and whatever happened, every container and
-image this run made. It FAILS (never skips) when podman cannot run: a CI that
-silently skipped these would test nothing.
+(debootstrap base image, the repository's Dockerfile, two scratch images) in a
+podman store of the run's own, and removes that store, whatever happened, at
+the end of the run. setup.sh chooses the podman flags once (store, storage
+driver: overlay, or vfs inside a container; runc; cgroupfs; rlimits); the
+fixture puts them into PODMAN and RUN_FLAGS, which every podman call here and
+in test_container.py uses. It FAILS (never skips) when podman cannot run: a CI
+that silently skipped these would test nothing.
 
 Containers are driven only as a platform would drive them: `podman run` with
 environment variables, `podman stop`, `podman exec`, stdout and exit codes.
@@ -17,6 +20,8 @@ import base64
 import json
 import os
 import queue
+import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -28,14 +33,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RESULT_SENTINEL = b"__SANDBOX_RESULT__"
 AGENT_IN_IMAGE = "/usr/local/bin/sandbox-agent"
-BASE_IMAGE = "docker.io/library/debian:bookworm-slim"
 
-# The runtime, cgroup and rlimit flags these hosts need (docs/DOCKER.md).
-PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
-RUN_FLAGS = ["--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
+# Filled in, in place, by the `images` fixture from setup.sh's choice
+# (WORKDIR/podman.args and limits.args), before any container test runs:
+# podman plus its global flags, and the flags of every `podman run`.
+PODMAN = ["podman"]
+RUN_FLAGS = ["--network=none"]
 
-# Hang guards only, sized for a loaded 2-core machine.
-SETUP_TIMEOUT = 1800
+# Hang guards only, sized for a loaded 2-core machine (vfs copies every layer).
+SETUP_TIMEOUT = 2700
 TIMEOUT = 90
 
 RUN_ID = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:6])
@@ -44,6 +50,7 @@ LABEL = "sandbox-agent-test=%s" % RUN_ID
 
 def podman(*args, input=None, timeout=TIMEOUT, check=False):
     """Run one podman command; returns CompletedProcess with bytes output."""
+    assert len(PODMAN) > 1, "podman called before the images fixture chose its flags"
     p = subprocess.run(PODMAN + list(args), input=input, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=timeout)
     if check and p.returncode != 0:
@@ -52,21 +59,33 @@ def podman(*args, input=None, timeout=TIMEOUT, check=False):
     return p
 
 
-def _image_ids():
-    p = podman("images", "-a", "-q", "--no-trunc", check=True)
-    return set(p.stdout.decode().split())
+def _read_args(path):
+    with open(path) as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
 
 
-def _tag_id(ref):
-    p = podman("image", "inspect", "--format", "{{.Id}}", ref)
-    return p.stdout.decode().strip() if p.returncode == 0 else None
+def _unmount_under(path):
+    """Unmount whatever is still mounted below path, deepest first."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4].encode().decode("unicode_escape") for line in f]
+    for m in sorted((m for m in points if m.startswith(path + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", m], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _remove_our_containers():
-    p = podman("ps", "-a", "-q", "--filter", "label=" + LABEL)
-    ids = p.stdout.decode().split()
-    if ids:
-        podman("rm", "-f", "-t", "0", *ids, timeout=120)
+def _remove_store():
+    """Remove every container and image of this run, then its store and runroot."""
+    dirs = [PODMAN[PODMAN.index(flag) + 1] for flag in ("--root", "--runroot")]
+    left = []
+    if os.path.exists(dirs[0]):
+        for args in (["rm", "-a", "-f", "-t", "0"], ["rmi", "-a", "-f"]):
+            p = podman(*args, timeout=600)
+            if p.returncode != 0:
+                left.append("podman %s: %s" % (" ".join(args), p.stderr.decode(errors="replace")[-500:]))
+    for d in dirs:
+        _unmount_under(d)
+        shutil.rmtree(d, ignore_errors=True)
+    if any(os.path.exists(d) for d in dirs):
+        pytest.fail("could not remove the test store %s: %s" % (" ".join(dirs), "; ".join(left)))
 
 
 class Images:
@@ -78,26 +97,38 @@ class Images:
         self.bare = prefix + "-bare"         # scratch + agent
 
 
+def _run_setup(prefix, work):
+    """setup.sh in a process group of its own: on timeout the whole group
+    (debootstrap, podman build) is killed, not just the script."""
+    proc = subprocess.Popen([os.path.join(HERE, "setup.sh"), prefix, str(work)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=SETUP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            out, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # a daemon left holding the pipe
+            out = b""
+        out += b"\nsetup.sh: killed after %d s" % SETUP_TIMEOUT
+        proc.returncode = -signal.SIGKILL
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out)
+
+
 @pytest.fixture(scope="session")
 def images(tmp_path_factory):
-    try:
-        subprocess.run(["podman", "--version"], stdout=subprocess.PIPE, check=True)
-    except (OSError, subprocess.CalledProcessError):
-        # setup.sh installs it; only the "before" snapshot needs it first.
-        subprocess.run([os.path.join(ROOT, "deps", "packages.sh"), "podman", "runc"], check=False)
-    try:
-        before = _image_ids()
-    except Exception as e:  # noqa: BLE001 - any failure here is "podman cannot run"
-        pytest.fail("podman cannot run on this machine: %s" % e)
-    old_base = _tag_id(BASE_IMAGE)
     imgs = Images("localhost/sa-ctest-" + RUN_ID)
     work = tmp_path_factory.mktemp("container-setup")
     t0 = time.monotonic()
     try:
-        p = subprocess.run([os.path.join(HERE, "setup.sh"), imgs.prefix, str(work)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=SETUP_TIMEOUT)
+        p = _run_setup(imgs.prefix, work)
         print("\n" + p.stdout.decode(errors="replace"))
         print("container setup took %.1f s" % (time.monotonic() - t0))
+        if os.path.exists(work / "podman.args"):
+            PODMAN[1:] = _read_args(work / "podman.args")
+        if os.path.exists(work / "limits.args"):
+            RUN_FLAGS[1:] = _read_args(work / "limits.args")
         if p.returncode != 0:
             pytest.fail("tests/container/setup.sh failed (%d):\n%s"
                         % (p.returncode, p.stdout.decode(errors="replace")[-4000:]))
@@ -109,17 +140,8 @@ def images(tmp_path_factory):
                         % (v.returncode, v.stdout[-500:], v.stderr[-2000:]))
         yield imgs
     finally:
-        _remove_our_containers()
-        made = _image_ids() - before
-        if made:
-            # Dependents first: retry until nothing is left or nothing moves.
-            for _ in range(5):
-                left = [i for i in made if i in _image_ids()]
-                if not left:
-                    break
-                podman("rmi", "-f", *left, timeout=300)
-        if old_base and old_base in _image_ids():
-            podman("tag", old_base, BASE_IMAGE)
+        if len(PODMAN) > 1:
+            _remove_store()
 
 
 class Container:

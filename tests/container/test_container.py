@@ -8,6 +8,7 @@ the containers themselves run with --network=none.
 import base64
 import json
 import re
+import shlex
 import subprocess
 import time
 import uuid
@@ -113,8 +114,8 @@ def test_tty_job_gets_the_foreground(images):
     # own stat: field 5 is its process group, field 8 the terminal's
     # foreground group; they match when the agent handed it the terminal.
     job = "read -r s < /proc/$$/stat; set -- $s; echo \"pgrp=$5 tpgid=$8\"; exit 5"
-    cmd = " ".join(PODMAN + ["run", "--rm", "-it", "--label", LABEL] + RUN_FLAGS
-                   + [images.example, "sh", "-c", "'%s'" % job])
+    cmd = shlex.join(PODMAN + ["run", "--rm", "-it", "--label", LABEL] + RUN_FLAGS
+                     + [images.example, "sh", "-c", job])
     # stdin stays open until the container is gone: script(1) would otherwise
     # type an EOF character into the terminal.
     p = subprocess.Popen(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.PIPE,

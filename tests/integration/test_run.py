@@ -7,6 +7,7 @@ import json
 import os
 import pty
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -583,7 +584,10 @@ def hostile(tmp, probes, wrap_agent=(), wrap_job=()):
     os.chmod(tmp, 0o777)
     nonce = secrets.token_hex(20)
     out = tmp / "findings"
-    job = list(wrap_job) + [PY, os.path.join(WL, "hostile.py"), str(out)] + probes
+    # A copy beside it: a non-root job may not reach the checkout (/root is 0700).
+    script = shutil.copy(os.path.join(WL, "hostile.py"), str(tmp / "hostile.py"))
+    os.chmod(script, 0o644)
+    job = list(wrap_job) + [PY, script, str(out)] + probes
     r = run(job, True, clean_env(SANDBOX_JOB_NONCE=nonce, SANDBOX_RESULT=str(tmp / "r" / "result.json")),
             wrap=wrap_agent)
     assert r.returncode == 0, r.stderr

@@ -321,7 +321,10 @@ def test_nonce_hidden_from_hostile_handler(session, who):
         wrap = ["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", "--"]
     else:
         wrap = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-    s = session(handler=[PY, HOSTILE, out, "env", "environ", "cmdline", "mem", "fd", "ptrace"],
+    # A copy beside it: the non-root handler may not reach the checkout (/root is 0700).
+    script = shutil.copy(HOSTILE, str(tmp_path / "hostile.py"))
+    os.chmod(script, 0o644)
+    s = session(handler=[PY, script, out, "env", "environ", "cmdline", "mem", "fd", "ptrace"],
                 pid1=True, wrap=wrap, env={"SANDBOX_AGENT_RESTART_BASE_SECONDS": "100"},
                 mailbox=tmp_path / "mb.jsonl")
     s.wait_err("restarting it in")  # the hostile handler has run and exited
