@@ -375,6 +375,38 @@ def test_mkdir(tmp_path):
     expect_error(fs("mkdir", tmp_path / "f"), 1, "EEXIST")
 
 
+# Parents named by one character, at every level, relative and absolute,
+# with trailing and doubled slashes (a one-character parent used to be taken
+# for "/" and skipped: ENOENT).
+ONE_CHAR_DIRS = ["a/b", "a/b/c/d", "a/b/", "a/b//", "a//b", "a/bb/c", "aa/b/c", "a/b/cc"]
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+@pytest.mark.parametrize("rel", ONE_CHAR_DIRS)
+def test_parents_with_one_character_names(tmp_path, rel, absolute):
+    base = str(tmp_path) + "/" if absolute else ""
+    p = fs("mkdir", base + "m/" + rel, "--parents", cwd=tmp_path)
+    assert p.returncode == 0 and res(p) == {"ok": True, "created": True}, p.stdout + p.stderr
+    assert os.path.isdir(tmp_path / "m" / rel)
+    assert res(fs("mkdir", base + "m/" + rel, "--parents", cwd=tmp_path)) == {"ok": True, "created": False}
+    target = base + "w/" + rel.rstrip("/") + "/f"
+    p = fs("write", target, "--parents", input=b"x", cwd=tmp_path)
+    assert p.returncode == 0 and res(p) == {"ok": True, "bytes": 1}, p.stdout + p.stderr
+    assert (tmp_path / "w" / rel.rstrip("/") / "f").read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_parents_one_character_directly_below_the_start(tmp_path, absolute):
+    base = str(tmp_path) + "/" if absolute else ""
+    for path in ["a/f", "b/", "c//d", "e/g/"]:
+        p = fs("mkdir", base + path, "--parents", cwd=tmp_path)
+        assert p.returncode == 0 and res(p)["created"], (path, p.stdout, p.stderr)
+        assert os.path.isdir(os.path.join(tmp_path, path))
+    p = fs("write", base + "h/f", "--parents", input=b"z", cwd=tmp_path)
+    assert p.returncode == 0 and res(p) == {"ok": True, "bytes": 1}, p.stdout + p.stderr
+    assert (tmp_path / "h" / "f").read_bytes() == b"z"
+
+
 # ---------------------------------------------------------------- remove ----
 
 def test_remove_file_dir_tree(tree, tmp_path):
