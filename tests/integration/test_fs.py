@@ -218,6 +218,97 @@ def test_read_over_max_bytes_reads_nothing(tmp_path):
     assert p.returncode == 69 and p.stdout == b""
 
 
+def _read_res(p):
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    return res(p, p.stderr)
+
+
+def test_read_length_slices(tmp_path):
+    data = os.urandom(10_000) + bytes(range(256)) * 100
+    size = len(data)
+    f = tmp_path / "f"
+    f.write_bytes(data)
+    cases = [  # (offset, length) -> bytes, eof
+        ((0, 1000), data[:1000], False),                    # first chunk
+        ((5000, 1000), data[5000:6000], False),             # middle
+        ((size - 1000, 1000), data[-1000:], True),          # last, exactly to the end
+        ((size - 300, 1000), data[-300:], True),            # last, short
+        ((size, 1000), b"", True),                          # at the end
+        ((size + 7, 1000), b"", True),                      # past the end
+        ((0, 0), b"", False),                               # length 0: bytes remain
+        ((size - 1, 0), b"", False),
+        ((size, 0), b"", True),
+        ((0, size), data, True),
+        ((0, size + 1), data, True),
+    ]
+    for (off, length), want, eof in cases:
+        p = fs("read", f, "--offset", off, "--length", length)
+        assert p.stdout == want, (off, length, len(p.stdout))
+        assert line_of(p.stderr) == SENT + json.dumps(
+            {"ok": True, "size": size, "offset": off, "length": len(want), "eof": eof}).encode(), (off, length)
+    # --length= spelling, and without --offset.
+    assert _read_res(fs("read", f, "--length=10"))["length"] == 10
+
+
+def test_read_length_of_a_sparse_terabyte_is_quick(tmp_path):
+    f = tmp_path / "huge"
+    with open(f, "wb") as h:
+        h.truncate(1 << 40)
+    t = time.monotonic()
+    p = fs("read", f, "--offset", (1 << 40) - 5, "--length", 1 << 20)
+    assert time.monotonic() - t < 10
+    assert p.stdout == b"\0" * 5
+    assert _read_res(p) == {"ok": True, "size": 1 << 40, "offset": (1 << 40) - 5, "length": 5, "eof": True}
+    p = fs("read", f, "--offset", 1 << 30, "--length", 4096)
+    assert p.stdout == b"\0" * 4096 and _read_res(p)["eof"] is False
+
+
+def test_read_over_max_bytes_error_carries_the_size(tmp_path):
+    small = tmp_path / "small"
+    small.write_bytes(b"12345678901")
+    p = fs("read", small, "--max-bytes", "10")
+    r = expect_error(p, 69, "EFBIG", str(small))
+    assert p.stdout == b""
+    assert r["error"]["size"] == 11
+    assert list(r["error"]) == ["code", "errno", "message", "path", "size"]
+    # From an offset: only what remains counts.
+    p = fs("read", small, "--offset", "1", "--max-bytes", "10")
+    assert p.stdout == b"2345678901" and _read_res(p)["eof"] is True
+    # With --length, --max-bytes still weighs everything that remains from the
+    # offset (an exporter's overall cap, refused before the first chunk).
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 100)
+    p = fs("read", big, "--length", "10", "--max-bytes", "50")
+    assert expect_error(p, 69, "EFBIG", str(big))["error"]["size"] == 100
+    assert p.stdout == b""
+    p = fs("read", big, "--offset", "60", "--length", "10", "--max-bytes", "50")
+    assert p.stdout == b"x" * 10
+    assert _read_res(p) == {"ok": True, "size": 100, "offset": 60, "length": 10, "eof": False}
+    # Other errors carry no size.
+    r = expect_error(fs("read", tmp_path / "missing", "--max-bytes", "1"), 66, "ENOENT")
+    assert "size" not in r["error"]
+
+
+def test_read_in_chunks_reassembles_the_file(tmp_path):
+    import hashlib
+    data = os.urandom(3 * 1024 * 1024 + 12345)
+    f = tmp_path / "export"
+    f.write_bytes(data)
+    chunk, off, parts, calls = 1 << 20, 0, [], 0
+    while True:
+        p = fs("read", f, "--offset", off, "--length", chunk, "--max-bytes", len(data))
+        r = _read_res(p)
+        calls += 1
+        assert r["length"] == len(p.stdout) and r["offset"] == off and r["size"] == len(data)
+        parts.append(p.stdout)
+        off += r["length"]
+        if r["eof"]:
+            break
+        assert r["length"] == chunk and calls < 10
+    assert calls == 4
+    assert hashlib.sha256(b"".join(parts)).hexdigest() == hashlib.sha256(data).hexdigest()
+
+
 def test_read_refuses_special_files_without_blocking(tree):
     for path in [tree / "fifo", "/dev/zero", "/dev/urandom", "/proc/self/status", "/proc/kmsg"]:
         if not os.path.exists(path):
@@ -587,6 +678,8 @@ def test_permission_denied_as_nobody(tmp_path):
                                   ["list", "--follow", "/"], ["mkdir", "/x", "--mode", "999"],
                                   ["mkdir", "/x", "--mode"], ["read", "/x", "--max-bytes", "-1"],
                                   ["read", "/x", "--offset", "1k"], ["move", "/x"],
+                                  ["read", "/x", "--length", "-1"], ["read", "/x", "--length"],
+                                  ["stat", "/x", "--length", "1"],
                                   ["stat", "-x"]])
 def test_usage_errors(args):
     p = fs(*args)
