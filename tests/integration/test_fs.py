@@ -655,6 +655,83 @@ def test_move_across_filesystems(tmp_path, request):
     assert [n for n in os.listdir(tmp_path) if ".sbx-" in n] == []
 
 
+def _small_tmpfs(tmp_path, request, size="4m"):
+    """A small filesystem of its own: a copy that runs away fills it at once."""
+    d = tmp_path / "small-fs"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", str(d)]).returncode:
+        pytest.skip("cannot mount a tmpfs")
+    request.addfinalizer(lambda: subprocess.run(["umount", "-l", str(d)]))
+    return str(d)
+
+
+@pytest.mark.parametrize("kind", ["char", "fifo"])
+def test_move_across_filesystems_refuses_a_source_swapped_for_a_special_file(tmp_path, request, kind):
+    # A racing thread keeps replacing SRC (a regular file at the agent's
+    # lstat) by /dev/zero's node or a FIFO (at its open). The copy must check
+    # what it opened: a run either moves the file, moves the special node (it
+    # was one at lstat), or refuses (68); never copies zeros until the
+    # destination fills, never copies an empty file for a FIFO, never hangs,
+    # never leaves a temporary file.
+    other = _small_tmpfs(tmp_path, request)
+    src, orig = tmp_path / "src", tmp_path / "orig"
+    data = os.urandom(64 * 1024)
+    orig.write_bytes(data)
+    stop, counts = threading.Event(), {"ok-file": 0, "ok-node": 0, "refused": 0}
+
+    def racer():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            tmp = str(tmp_path / ("swap%d" % (i % 2)))
+            try:
+                if i % 2:
+                    if kind == "char":
+                        os.mknod(tmp, stat.S_IFCHR | 0o600, os.makedev(1, 5))
+                    else:
+                        os.mkfifo(tmp)
+                else:
+                    os.link(orig, tmp)
+                os.rename(tmp, src)
+            except FileExistsError:
+                os.unlink(tmp)
+
+    for rnd in range(300):
+        dst = os.path.join(other, "dst")
+        os.link(orig, src)
+        t = threading.Thread(target=racer, daemon=True)
+        t.start()
+        try:
+            p = subprocess.run([AGENT, "fs", "move", str(src), dst], capture_output=True, timeout=20,
+                               env=clean_env())
+        finally:
+            stop.set()
+            t.join(timeout=TIMEOUT)
+            stop.clear()
+        assert [n for n in os.listdir(other) if ".sbx-" in n] == [], rnd
+        if p.returncode == 68:
+            assert res(p)["error"]["code"] == "ENOTREG"
+            assert not os.path.lexists(dst)
+            counts["refused"] += 1
+        else:
+            assert p.returncode == 0, (rnd, p.stdout, p.stderr)
+            st = os.lstat(dst)
+            if stat.S_ISREG(st.st_mode):
+                assert st.st_size == len(data), (rnd, st.st_size)
+                assert open(dst, "rb").read() == data, rnd
+                counts["ok-file"] += 1
+            else:
+                assert stat.S_ISCHR(st.st_mode) if kind == "char" else stat.S_ISFIFO(st.st_mode)
+                counts["ok-node"] += 1
+            os.unlink(dst)
+        for n in ("src", "swap0", "swap1"):
+            if os.path.lexists(tmp_path / n):
+                os.unlink(tmp_path / n)
+        if counts["refused"] >= 10:
+            break
+    sys.stderr.write("swap race (%s): %r\n" % (kind, counts))
+
+
 # ------------------------------------------------------- permissions, usage ----
 
 def test_permission_denied_as_nobody(tmp_path):
