@@ -104,7 +104,8 @@ static void list_dir(struct wsync *s, int wd, int dfd, int report)
     while (!s->halted) {
         long got = syscall(SYS_getdents64, dfd, s->dents, WSYNC_DENTS_BUF);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) cannot_list(s, n, errno);
+        /* ENOENT: deleted since it was opened (its IN_IGNORED follows). */
+        if (got < 0 && errno != ENOENT) cannot_list(s, n, errno);
         if (got <= 0) break;
         if (report && !ws_path_holds(s, n)) {
             ws_mark_relist(s, n); /* renamed meanwhile: listed again under its new name */

@@ -107,10 +107,9 @@ int ws_watch_fd(struct wsync *s, int fd, const struct wnode *parent, const char 
     if (!s->no_proc) {
         char p[40];
         snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-        /* The magic link must be followed: it is the directory itself. */
-        int wd = inotify_add_watch(s->fd, p, mask & ~(uint32_t)IN_DONT_FOLLOW);
-        if (wd >= 0 || errno != ENOENT) return wd;
-        s->no_proc = 1; /* no /proc here: the path it is */
+        /* The magic link must be followed: it is the directory itself (even
+         * one deleted since it was opened). */
+        return inotify_add_watch(s->fd, p, mask & ~(uint32_t)IN_DONT_FOLLOW);
     }
     buf_reset(&s->path);
     if (wtree_path(&s->t, parent, name, len, &s->path) < 0 || !buf_cstr(&s->path)) {

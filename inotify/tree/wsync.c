@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- delivering ---------------------------------------------------------- */
@@ -261,6 +262,8 @@ struct wsync *wsync_new(const char *root, int recursive, const struct wsync_ops 
     memcpy(s->root, root, s->root_len + 1);
     s->recursive = recursive;
     s->mask_create = 1;
+    struct stat st;
+    s->no_proc = stat("/proc/self/fd", &st) < 0; /* then watches go by path */
     s->ops = ops;
     s->ctx = ctx;
     buf_init(&s->path, WSYNC_PATH_MAX);
