@@ -126,7 +126,8 @@ int fs_make_parents(const char *path)
     while (n > 1 && path[n - 1] == '/') n--; /* "a/b/" names a/b */
     while (n > 0 && path[n - 1] != '/') n--;
     while (n > 1 && path[n - 1] == '/') n--;
-    if (n <= 1) return 0; /* no parent, or / */
+    /* No parent, or "/" (n is 1 for a one-character parent "a" too). */
+    if (n == 0 || (n == 1 && path[0] == '/')) return 0;
     char *dir = malloc(n + 1);
     if (!dir) return -1;
     memcpy(dir, path, n);

@@ -130,7 +130,8 @@ struct fs_file {
 int fs_read_open(const char *path, struct fs_file *f, struct fs_err *e);
 /* Copy up to len bytes at offset to out_fd (blocking or not). *length: the
  * bytes copied (fewer only if the file shrank); *eof: nothing is left past
- * them. Errors of out_fd have e->at_fd set. */
+ * them (a slice short of the end, len 0 included, is not eof). Errors of
+ * out_fd have e->at_fd set. */
 int fs_read_copy(struct fs_file *f, uint64_t offset, long long len, int out_fd, long long *length,
                  int *eof, struct fs_err *e);
 void fs_read_close(struct fs_file *f);

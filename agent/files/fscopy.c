@@ -5,7 +5,9 @@
  *
  * Every source entry is opened without following a symlink, relative to its
  * parent's fd, and every new entry is created exclusively (O_EXCL, mkdirat,
- * symlinkat, mknodat): nothing already there is ever written through.
+ * symlinkat, mknodat): nothing already there is ever written through. A file
+ * is copied only if the fd opened is a regular file (fstat), whatever the
+ * lstat before said.
  */
 #include "agent/files/fsint.h"
 #include "agent/core/io.h"
@@ -59,26 +61,34 @@ static void copy_meta_at(int dfd, const char *dname, const struct stat *st)
     utimensat(dfd, dname, ts, AT_SYMLINK_NOFOLLOW);
 }
 
-static int copy_file(int sfd, const char *sname, int dfd, const char *dname, const struct stat *st,
-                     const char *spath, struct fs_err *e)
+int fs_copy_fd(int in, int dfd, const char *dname, const struct stat *st, const char *spath, struct fs_err *e)
 {
-    int in = openat(sfd, sname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (in < 0) return fs_fail(e, errno, spath);
+    /* What was opened, not what the lstat saw: the guest may have swapped a
+     * device (endless zeros) or a FIFO (an empty copy) in between. */
+    struct stat ist;
+    if (fstat(in, &ist) < 0) return fs_fail(e, errno, spath);
+    if (!S_ISREG(ist.st_mode)) return fs_fail(e, FS_ENOTREG, spath);
     int out = openat(dfd, dname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (out < 0) {
-        int en = errno;
-        close(in);
-        return fs_fail(e, en, spath);
-    }
+    if (out < 0) return fs_fail(e, errno, spath);
     int r = copy_data(in, out);
     if (r == 0) r = copy_meta_fd(out, st);
     int en = errno;
-    close(in);
     if (close(out) < 0 && r == 0) {
         r = -1;
         en = errno;
     }
     return r < 0 ? fs_fail(e, en, spath) : 0;
+}
+
+static int copy_file(int sfd, const char *sname, int dfd, const char *dname, const struct stat *st,
+                     const char *spath, struct fs_err *e)
+{
+    /* O_NONBLOCK: a FIFO swapped in cannot block the open. */
+    int in = openat(sfd, sname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (in < 0) return fs_fail(e, errno, spath);
+    int r = fs_copy_fd(in, dfd, dname, st, spath, e);
+    close(in);
+    return r;
 }
 
 /* Every entry of directory sfd into directory dfd. */

@@ -66,4 +66,11 @@ int fs_remove_tree(int dirfd, const char *name, const char *shown, struct fs_err
 int fs_copy_entry(int sfd, const char *sname, int dfd, const char *dname, const struct stat *st,
                   const char *spath, struct fs_err *e);
 
+/* The data of the open file `in` to the new file dname of dfd (created
+ * exclusively), with st's mode, owner and times. `in` must be a regular file
+ * by its own fstat (the source may have been swapped for a device or a FIFO
+ * since it was lstat'ed): anything else is FS_ENOTREG and creates nothing.
+ * (fscopy.c) */
+int fs_copy_fd(int in, int dfd, const char *dname, const struct stat *st, const char *spath, struct fs_err *e);
+
 #endif

@@ -150,8 +150,9 @@ int fs_read_copy(struct fs_file *f, uint64_t offset, long long len, int out_fd, 
     int read_side = 1;
     long long n = len ? copy_out(f->fd, (off_t)offset, len, out_fd, &read_side) : 0;
     if (n < 0) return read_side ? fs_fail(e, errno, f->path) : fs_fail_fd(e, errno);
-    /* A short copy: the file shrank, so nothing is left. */
-    *eof = n == len && len > 0 ? at_eof(f->fd, (off_t)offset + n) : 1;
+    /* A short copy: the file shrank, so nothing is left. Otherwise a slice
+     * (or length 0) may stop short of the end: a one-byte probe tells. */
+    *eof = n < len ? 1 : at_eof(f->fd, (off_t)offset + n);
     *length = n;
     return 0;
 }

@@ -31,7 +31,10 @@ static const char fs_usage[] =
     "  move SRC DST [--overwrite]              rename, across filesystems too\n"
     "  write PATH [--mode OCTAL] [--parents] [--append]\n"
     "                                          stdin to the file, atomically unless --append\n"
-    "  read PATH [--offset N] [--max-bytes N]  the file's bytes on stdout\n"
+    "  read PATH [--offset N] [--length N] [--max-bytes N]\n"
+    "                                          the file's bytes on stdout: from the\n"
+    "                                          offset, at most --length of them; none\n"
+    "                                          when more than --max-bytes remain\n"
     "\n"
     "A path that starts with '-' goes after `--`.\n"
     "\n"
@@ -47,6 +50,7 @@ enum {
     O_APPEND_ = 1 << 5,
     O_OFFSET = 1 << 6,
     O_MAXBYTES = 1 << 7,
+    O_LENGTH = 1 << 8,
 };
 
 struct op {
@@ -63,7 +67,7 @@ static const struct op ops[] = {
     {"remove", 1, O_RECURSIVE, fsrun_remove},
     {"move", 2, O_OVERWRITE, fsrun_move},
     {"write", 1, O_MODE | O_PARENTS | O_APPEND_, fsrun_write},
-    {"read", 1, O_OFFSET | O_MAXBYTES, fsrun_read},
+    {"read", 1, O_OFFSET | O_LENGTH | O_MAXBYTES, fsrun_read},
 };
 
 static const struct flag {
@@ -73,13 +77,13 @@ static const struct flag {
 } flags[] = {
     {"--follow", O_FOLLOW, 0},       {"--parents", O_PARENTS, 0},     {"--mode", O_MODE, 1},
     {"--recursive", O_RECURSIVE, 0}, {"--overwrite", O_OVERWRITE, 0}, {"--append", O_APPEND_, 0},
-    {"--offset", O_OFFSET, 1},       {"--max-bytes", O_MAXBYTES, 1},
+    {"--offset", O_OFFSET, 1},       {"--max-bytes", O_MAXBYTES, 1},  {"--length", O_LENGTH, 1},
 };
 
 /* The command line as written, before the values are parsed. */
 struct words {
     unsigned seen;
-    const char *mode_s, *offset_s, *max_s;
+    const char *mode_s, *offset_s, *max_s, *length_s;
     const char *paths[2];
     int npaths;
 };
@@ -121,6 +125,7 @@ static int take_option(const struct op *op, int argc, char **argv, int *i, struc
     if (flags[k].bit == O_MODE) w->mode_s = val;
     if (flags[k].bit == O_OFFSET) w->offset_s = val;
     if (flags[k].bit == O_MAXBYTES) w->max_s = val;
+    if (flags[k].bit == O_LENGTH) w->length_s = val;
     return PARSED;
 }
 
@@ -157,13 +162,17 @@ static int parse_values(const struct op *op, const struct words *w, struct fs_ar
         log_error("fs %s: --mode '%s' is not an octal mode (0 to 7777)", op->name, w->mode_s);
         return USAGE;
     }
-    /* Both fit an off_t. */
+    /* All three fit an off_t. */
     if (w->offset_s && num_count(w->offset_s, INT64_MAX, &a->offset) < 0) {
         log_error("fs %s: --offset '%s' is not a byte count", op->name, w->offset_s);
         return USAGE;
     }
     if (w->max_s && num_count(w->max_s, INT64_MAX, &a->max) < 0) {
         log_error("fs %s: --max-bytes '%s' is not a byte count", op->name, w->max_s);
+        return USAGE;
+    }
+    if (w->length_s && num_count(w->length_s, INT64_MAX, &a->length) < 0) {
+        log_error("fs %s: --length '%s' is not a byte count", op->name, w->length_s);
         return USAGE;
     }
     a->paths[0] = w->paths[0];
@@ -175,12 +184,13 @@ static int parse_values(const struct op *op, const struct words *w, struct fs_ar
     a->append = !!(w->seen & O_APPEND_);
     a->has_mode = !!w->mode_s;
     a->has_max = !!w->max_s;
+    a->has_length = !!w->length_s;
     return PARSED;
 }
 
 static int parse_args(const struct op *op, int argc, char **argv, struct fs_args *a)
 {
-    struct words w = {0, NULL, NULL, NULL, {NULL, NULL}, 0};
+    struct words w = {0, NULL, NULL, NULL, NULL, {NULL, NULL}, 0};
     int r = split_words(op, argc, argv, &w);
     return r != PARSED ? r : parse_values(op, &w, a);
 }
@@ -205,7 +215,7 @@ int fs_main(int argc, char **argv)
         log_error("fs: unknown op '%s' (see fs --help)", argv[1]);
         return EXIT_USAGE;
     }
-    struct fs_args a = {{NULL, NULL}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct fs_args a = {{NULL, NULL}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     int r = parse_args(op, argc, argv, &a);
     if (r == HELP) fputs(fs_usage, stdout);
     if (r != PARSED) return r == HELP ? 0 : EXIT_USAGE;

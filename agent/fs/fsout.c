@@ -106,7 +106,8 @@ int fsout_status(int e)
     }
 }
 
-int fsout_error_json(struct buf *b, int e, const char *message, const char *path)
+/* The error object; size >= 0 adds "size" (read over --max-bytes). */
+static int error_json(struct buf *b, int e, const char *message, const char *path, long long size)
 {
     char code[32];
     const char *name = e == FS_ENOTREG ? "ENOTREG" : fsout_errno_name(e);
@@ -124,23 +125,34 @@ int fsout_error_json(struct buf *b, int e, const char *message, const char *path
         jsonw_str(b, message, strlen(message), JSONW_REPLACE) < 0 || buf_puts(b, ", ") < 0 ||
         jsonw_key(b, "path") < 0 || jsonw_cstr(b, path ? path : "") < 0)
         return -1;
+    if (size >= 0 && (buf_puts(b, ", \"size\": ") < 0 || buf_put_i64(b, size) < 0)) return -1;
     return buf_putc(b, '}');
 }
 
-int fsout_fail(const char *op, int e, const char *message, const char *path)
+int fsout_error_json(struct buf *b, int e, const char *message, const char *path)
+{
+    return error_json(b, e, message, path, -1);
+}
+
+int fsout_fail_size(const char *op, int e, const char *message, const char *path, long long size)
 {
     struct buf b;
     /* Bounded by the path (argv or a tree path) plus a short message. */
     buf_init(&b, (size_t)-1 / 2);
     const char *msg = message ? message : fs_strerror(e);
     log_warn("fs %s: %s: %s", op, path ? path : "", msg);
-    if (buf_puts(&b, "{\"ok\": false, ") == 0 && fsout_error_json(&b, e, message, path) == 0 &&
+    if (buf_puts(&b, "{\"ok\": false, ") == 0 && error_json(&b, e, message, path, size) == 0 &&
         buf_putc(&b, '}') == 0)
         fsout_line(&b);
     else
         log_error("fs %s: out of memory", op);
     buf_free(&b);
     return fsout_status(e);
+}
+
+int fsout_fail(const char *op, int e, const char *message, const char *path)
+{
+    return fsout_fail_size(op, e, message, path, -1);
 }
 
 int fsout_fail_err(const char *op, struct fs_err *e, const char *fd_name)

@@ -40,6 +40,9 @@ int fsout_error_json(struct buf *b, int e, const char *message, const char *path
  * line, and return the exit status for e. Every failed op ends here.
  */
 int fsout_fail(const char *op, int e, const char *message, const char *path);
+/* The same, the error object carrying "size" after "path" (size >= 0): read
+ * over --max-bytes tells the file's size. */
+int fsout_fail_size(const char *op, int e, const char *message, const char *path, long long size);
 
 /* fsout_fail for a failure of the file service, whose fd (when e->at_fd)
  * is called fd_name ("<stdin>"); frees e->path. */

@@ -175,12 +175,12 @@ int fsrun_write(const struct fs_args *a)
 
 /* ---- read: the bytes on stdout, the result line on stderr ---- */
 
-static int read_too_large(const char *path, long long remaining, const struct fs_args *a)
+static int read_too_large(const char *path, long long size, long long remaining, const struct fs_args *a)
 {
     char msg[ERR_LEN];
     snprintf(msg, sizeof msg, "File too large: %lld bytes from offset %llu, over --max-bytes %llu",
              remaining, (unsigned long long)a->offset, (unsigned long long)a->max);
-    return fsout_fail("read", EFBIG, msg, path);
+    return fsout_fail_size("read", EFBIG, msg, path, size);
 }
 
 static int read_result(long long size, uint64_t offset, long long len, int eof)
@@ -200,12 +200,16 @@ int fsrun_read(const struct fs_args *a)
     struct fs_err e;
     fsout_set_fd(STDERR_FILENO);
     if (fs_read_open(path, &f, &e) < 0) return fsout_fail_err("read", &e, "<stdout>");
+    /* --max-bytes weighs all that remains from the offset, whatever --length
+     * cuts from it: a chunked export passes its overall cap with each chunk,
+     * and the first is refused before any byte moves (README, fs read). */
     long long remaining = (long long)a->offset >= f.size ? 0 : f.size - (long long)a->offset;
+    long long want = a->has_length && a->length < (uint64_t)remaining ? (long long)a->length : remaining;
     long long len;
     int eof, rc;
     if (a->has_max && (uint64_t)remaining > a->max)
-        rc = read_too_large(path, remaining, a);
-    else if (fs_read_copy(&f, a->offset, remaining, STDOUT_FILENO, &len, &eof, &e) < 0)
+        rc = read_too_large(path, f.size, remaining, a);
+    else if (fs_read_copy(&f, a->offset, want, STDOUT_FILENO, &len, &eof, &e) < 0)
         rc = fsout_fail_err("read", &e, "<stdout>");
     else
         rc = read_result(f.size, a->offset, len, eof);

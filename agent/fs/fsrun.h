@@ -17,6 +17,8 @@ struct fs_args {
     uint64_t offset;
     int has_max;
     uint64_t max;
+    int has_length;
+    uint64_t length;
 };
 
 int fsrun_list(const struct fs_args *a);

@@ -7,6 +7,12 @@
  * The watch is added before the listing, so whatever is created meanwhile is
  * either listed or reported by the watch: duplicates, never a gap. Depth-first
  * with an explicit stack: a deep tree cannot overflow the C stack.
+ *
+ * A listing is reported under the directory's path only while that path
+ * still names it (checked before each batch of entries is reported): the
+ * events that rename it may still be unread, and its entries must not be
+ * reported under a name it no longer has. A listing cut short that way is
+ * marked, and done again once the rename's events give it its new name.
  */
 #include "inotify/tree/wsync_priv.h"
 
@@ -48,26 +54,16 @@ static void cannot_list(struct wsync *s, const struct wnode *n, int e)
     ws_emit_at(s, IN_Q_OVERFLOW, n, NULL, 0, msg);
 }
 
-/* Open n for listing. Returns the fd, -1 (reported), or -2: the path is gone
- * or stale (a rename's events will bring its new name). */
-static int open_dir(struct wsync *s, const struct wnode *n)
+/* Open n for listing (ROOT may be a symlink, followed as the Python program
+ * did; anything below never is). Returns the fd, -1 (reported), or WS_STALE:
+ * the path is gone or names another directory now (marked for listing again). */
+static int open_dir(struct wsync *s, struct wnode *n)
 {
-    buf_reset(&s->path);
-    if (wtree_path(&s->t, n, NULL, 0, &s->path) < 0 || !buf_cstr(&s->path)) {
-        s->ops->lost(s->ctx);
-        return -1;
-    }
-    /* ROOT itself may be a symlink (followed, as the Python program did);
-     * anything below is never followed. The raw system call: musl's open()
-     * follows O_CLOEXEC with an fcntl for kernels that predate it, one wasted
-     * call per directory. */
-    int dfd = (int)syscall(SYS_openat, AT_FDCWD, s->path.data,
-                           O_RDONLY | O_DIRECTORY | O_CLOEXEC | (n == s->t.root ? 0 : O_NOFOLLOW));
-    if (dfd >= 0) return dfd;
-    int e = errno;
-    if (e == ENOENT || e == ENOTDIR || e == ELOOP) return -2;
-    cannot_list(s, n, e);
-    return -1;
+    int dfd = ws_open_node(s, n);
+    if (dfd == WS_STALE) ws_mark_relist(s, n);
+    else if (dfd < 0 && errno == ENAMETOOLONG) s->ops->lost(s->ctx);
+    else if (dfd < 0) cannot_list(s, n, errno);
+    return dfd;
 }
 
 /* One entry `name` of the directory wd (*n, open as dfd). Returns 0 to go on,
@@ -86,27 +82,35 @@ static int list_entry(struct wsync *s, int dfd, int wd, struct wnode **n, const 
     if (!isdir || !s->recursive) return 0;
     unsigned long before = s->removals;
     int is_new;
-    struct wnode *c = ws_add_dir(s, *n, name, len, &is_new);
+    struct wnode *c = ws_add_dir(s, *n, dfd, name, len, &is_new, NULL);
     if (c && is_new && push(s, c->wd) < 0) ws_emit_at(s, IN_Q_OVERFLOW, c, NULL, 0, "cannot list: out of memory");
     return s->removals != before && !(*n = wtree_by_wd(&s->t, wd));
 }
 
 static int is_dot(const char *name) { return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])); }
 
-/* List one directory: report each entry as IN_CREATE when `report`, and (when
- * recursive) watch each subdirectory and queue it for listing in turn.
- * Returns 0, or -1 when its path is gone or stale. */
-static int list_dir(struct wsync *s, int wd, int report)
+/* List one directory (open as dfd, taken; or -1 to open it): report each
+ * entry as IN_CREATE when `report`, and (when recursive) watch each
+ * subdirectory and queue it for listing in turn. A path gone or stale marks
+ * the directory for listing again (ws_mark_relist). */
+static void list_dir(struct wsync *s, int wd, int dfd, int report)
 {
     struct wnode *n = wtree_by_wd(&s->t, wd);
-    if (!n) return 0;
-    int dfd = open_dir(s, n);
-    if (dfd < 0) return dfd == -2 ? -1 : 0;
+    if (!n) {
+        if (dfd >= 0) close(dfd);
+        return;
+    }
+    if (dfd < 0 && (dfd = open_dir(s, n)) < 0) return;
     while (!s->halted) {
         long got = syscall(SYS_getdents64, dfd, s->dents, WSYNC_DENTS_BUF);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) cannot_list(s, n, errno);
+        /* ENOENT: deleted since it was opened (its IN_IGNORED follows). */
+        if (got < 0 && errno != ENOENT) cannot_list(s, n, errno);
         if (got <= 0) break;
+        if (report && !ws_path_holds(s, n)) {
+            ws_mark_relist(s, n); /* renamed meanwhile: listed again under its new name */
+            break;
+        }
         for (long off = 0; off < got && !s->halted;) {
             const struct linux_dirent64 *d = (const struct linux_dirent64 *)(s->dents + off);
             off += d->d_reclen;
@@ -116,24 +120,20 @@ static int list_dir(struct wsync *s, int wd, int report)
     }
 out:
     close(dfd);
-    return 0;
 }
 
 /* List what the stack holds above base, then leave it at base. */
 static void list_stacked(struct wsync *s, size_t base, int report)
 {
-    while (s->stack_len > base && !s->halted) list_dir(s, s->stack[--s->stack_len], report);
+    while (s->stack_len > base && !s->halted) list_dir(s, s->stack[--s->stack_len], -1, report);
     s->stack_len = base;
 }
 
-/* Watch everything below `top` (already watched). */
-void ws_scan(struct wsync *s, struct wnode *top, int report)
+/* Watch everything below `top` (already watched; open as fd, or -1). */
+void ws_scan(struct wsync *s, struct wnode *top, int fd, int report)
 {
     size_t base = s->stack_len;
-    if (push(s, top->wd) < 0) {
-        ws_emit_at(s, IN_Q_OVERFLOW, top, NULL, 0, "cannot list: out of memory");
-        return;
-    }
+    list_dir(s, top->wd, fd, report);
     list_stacked(s, base, report);
 }
 
@@ -164,13 +164,6 @@ static size_t collect_marks(struct wsync *s, struct wnode *top)
     return k;
 }
 
-static void set_mark(struct wsync *s, struct wnode *n, int on)
-{
-    n->relist = (unsigned char)on;
-    if (on) s->relist_marks++;
-    else s->relist_marks--;
-}
-
 /* After a rename inside the tree: list again, reporting what they hold, the
  * directories of the moved subtree where a subdirectory was missed because
  * its path went stale before the rename's events were read. */
@@ -181,14 +174,12 @@ void ws_relist_renamed(struct wsync *s, struct wnode *top)
     for (size_t i = 0; i < k && !s->halted; i++) {
         struct wnode *n = wtree_by_wd(&s->t, s->relist[i]);
         if (!n || !n->relist) continue;
-        set_mark(s, n, 0);
+        n->relist = 0;
+        s->relist_marks--;
+        /* Still stale (renamed again): marked again, the next rename retries.
+         * What it queued (its new subdirectories) is listed too. */
         size_t base = s->stack_len;
-        if (list_dir(s, n->wd, 1) < 0) {
-            /* Still stale: renamed again; the next rename's events retry. */
-            if ((n = wtree_by_wd(&s->t, s->relist[i])) && !n->relist) set_mark(s, n, 1);
-            continue;
-        }
-        /* list_dir queued the new subdirectories: list them too. */
+        list_dir(s, n->wd, -1, 1);
         list_stacked(s, base, 1);
     }
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- delivering ---------------------------------------------------------- */
@@ -72,7 +73,7 @@ static int arm(struct wsync *s)
     s->relist_marks = 0;
     s->mover_next = 0;
     memset(s->movers, 0, sizeof s->movers);
-    if (s->recursive) ws_scan(s, s->t.root, 0);
+    if (s->recursive) ws_scan(s, s->t.root, -1, 0);
     return 0;
 }
 
@@ -141,9 +142,9 @@ static void mover_mark(struct wsync *s, struct wnode *n, const char *name, size_
 
 static void new_dir(struct wsync *s, struct wnode *parent, const char *name, size_t len)
 {
-    int is_new;
-    struct wnode *c = ws_add_dir(s, parent, name, len, &is_new);
-    if (c && is_new) ws_scan(s, c, 1);
+    int is_new, fd;
+    struct wnode *c = ws_add_dir(s, parent, -1, name, len, &is_new, &fd);
+    if (c && is_new) ws_scan(s, c, fd, 1); /* listed through the fd watched */
     else if (c) ws_relist_renamed(s, c); /* found again under a new name */
 }
 
@@ -154,15 +155,13 @@ static void moved_in(struct wsync *s, int wd, struct wnode *n, const char *name,
     if (m) {
         /* A rename inside the tree: the subtree keeps its watches; its
          * events carry the new path from here on. */
-        if (ws_place(s, m, n, name, len) == 0) {
-            m->moving = 0;
+        if (ws_follow_move(s, m, n, name, len)) {
             ws_relist_renamed(s, m);
             return;
         }
-        ws_drop(s, m, -1, 0);
         if (!(n = wtree_by_wd(&s->t, wd))) return;
     }
-    new_dir(s, n, name, len); /* moved in from outside */
+    new_dir(s, n, name, len); /* moved in from outside, or not m after all */
 }
 
 /* A reported event: deliver it, then follow a directory entry. */
@@ -263,6 +262,8 @@ struct wsync *wsync_new(const char *root, int recursive, const struct wsync_ops 
     memcpy(s->root, root, s->root_len + 1);
     s->recursive = recursive;
     s->mask_create = 1;
+    struct stat st;
+    s->no_proc = stat("/proc/self/fd", &st) < 0; /* then watches go by path */
     s->ops = ops;
     s->ctx = ctx;
     buf_init(&s->path, WSYNC_PATH_MAX);

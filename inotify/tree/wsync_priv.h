@@ -1,8 +1,9 @@
 /*
- * wsync_priv.h - the inside of the tree service, shared by its three files and
+ * wsync_priv.h - the inside of the tree service, shared by its four files and
  * by nothing else: wsync.c (lifecycle, reading, dispatch), wwatch.c (adding
- * and dropping watches), wlist.c (listing directories). Front-ends include
- * wsync.h only.
+ * and dropping watches, following renames), wlist.c (listing directories),
+ * wprobe.c (looking at the file system by inode). Front-ends include wsync.h
+ * only.
  */
 #ifndef SA_WSYNC_PRIV_H
 #define SA_WSYNC_PRIV_H
@@ -13,6 +14,7 @@
 #include "agent/core/buf.h"
 
 #include <sys/inotify.h>
+#include <sys/stat.h>
 
 /* Plus what the bookkeeping needs: a watched directory renamed or deleted.
  * IN_EXCL_UNLINK: a file written through an fd after its unlink would
@@ -41,6 +43,7 @@ struct wsync {
     int fd;
     int recursive;
     int mask_create;       /* kernel knows IN_MASK_CREATE (Linux 4.18) */
+    int no_proc;           /* no /proc/self/fd: watches are added by path */
     char *root;
     size_t root_len;
     struct wtree t;
@@ -71,12 +74,50 @@ void ws_emit_at(struct wsync *s, uint32_t mask, const struct wnode *n, const cha
 void ws_root_gone(struct wsync *s, const char *why);
 
 /* wwatch.c */
-struct wnode *ws_add_dir(struct wsync *s, struct wnode *parent, const char *name, size_t len, int *is_new);
+/* Watch the directory `name` of parent, opened relative to pfd (parent's
+ * checked fd) or, with pfd -1, through parent's checked path. Returns its
+ * node, with *is_new = 1 when it was not watched before (then *fd_out, when
+ * not NULL, gets the open directory to list, the caller's to close), or
+ * NULL (gone, stale, not watchable: reported or marked as fits). */
+struct wnode *ws_add_dir(struct wsync *s, struct wnode *parent, int pfd, const char *name, size_t len,
+                         int *is_new, int *fd_out);
 int ws_place(struct wsync *s, struct wnode *n, struct wnode *parent, const char *name, size_t len);
 void ws_drop(struct wsync *s, struct wnode *n, int skip_wd, int skip_pend);
+/* IN_MOVED_TO (parent, name) paired with m's IN_MOVED_FROM: 1 when m was
+ * renamed there (it is moved), 0 when the caller must treat the entry as a
+ * directory moved in (m stayed where it was, or was forgotten). */
+int ws_follow_move(struct wsync *s, struct wnode *m, struct wnode *parent, const char *name, size_t len);
 
 /* wlist.c */
-void ws_scan(struct wsync *s, struct wnode *top, int report);
+/* List what top holds (fd: top open already, taken; or -1) and below. */
+void ws_scan(struct wsync *s, struct wnode *top, int fd, int report);
 void ws_relist_renamed(struct wsync *s, struct wnode *top);
+
+/* wprobe.c */
+#define WS_STALE (-2)
+enum ws_probe {
+    WS_FOUND,   /* a directory, *st filled */
+    WS_ABSENT,  /* the parent checked out, and no directory has the name */
+    WS_UNKNOWN, /* the parent's path is stale, or an error */
+};
+/* n is this directory (ROOT always is). */
+int ws_same(const struct wtree *t, const struct wnode *n, const struct stat *st);
+/* Set n->relist (not for ROOT), counted in s->relist_marks. */
+void ws_mark_relist(struct wsync *s, struct wnode *n);
+/* n's directory opened through its path, checked to be n's inode. Returns the
+ * fd, WS_STALE (gone or another directory has the path: a rename's events
+ * will bring n's new name), or -1 with errno. */
+int ws_open_node(struct wsync *s, const struct wnode *n);
+/* n's path still names n (lstat). */
+int ws_path_holds(struct wsync *s, const struct wnode *n);
+/* The subdirectory name[0..len) of pfd, never through a symlink, fstat'ed
+ * into st. Returns the fd or -1 with errno. */
+int ws_open_child(int pfd, const char *name, size_t len, struct stat *st);
+/* What directory (parent, name) is now. */
+enum ws_probe ws_probe(struct wsync *s, const struct wnode *parent, const char *name, size_t len,
+                       struct stat *st);
+/* inotify_add_watch for exactly the directory open as fd, (parent, name). */
+int ws_watch_fd(struct wsync *s, int fd, const struct wnode *parent, const char *name, size_t len,
+                uint32_t mask);
 
 #endif

@@ -25,6 +25,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct wnode {
     int wd;
@@ -35,10 +36,13 @@ struct wnode {
     struct wnode *next, *prev;     /* siblings */
     char *name;                    /* not NUL-terminated; the root's is empty */
     size_t name_len;
+    dev_t dev;                     /* the directory's identity (not the root's: */
+    ino_t ino;                     /* ROOT is taken as named); set by the caller */
     uint32_t cookie;               /* IN_MOVED_FROM cookie while `moving` */
     unsigned char moving;          /* renamed away, destination not seen yet */
-    unsigned char relist;          /* a subdirectory could not be watched because
-                                    * the path was stale: list again once renamed */
+    unsigned char relist;          /* a subdirectory could not be watched, or the
+                                    * listing was cut short, because the path was
+                                    * stale: list again once renamed */
 };
 
 struct wpend; /* a wd whose IN_IGNORED is still due */

@@ -1,7 +1,8 @@
 /*
  * wwatch.c - the tree service's watches (see wsync.h): adding one for a
  * directory that appeared, recognising a directory watched already under
- * another name, and dropping a subtree's watches with the IN_IGNORED each
+ * another name, following a rename only once the inode at the new name is
+ * the one renamed, and dropping a subtree's watches with the IN_IGNORED each
  * one still owes. Decides, for every kernel answer, what the tree becomes.
  */
 #include "inotify/tree/wsync_priv.h"
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- dropping watches ---------------------------------------------------- */
 
@@ -67,56 +69,62 @@ int ws_place(struct wsync *s, struct wnode *n, struct wnode *parent, const char 
     return wtree_move(&s->t, n, parent, name, len);
 }
 
-/* inotify_add_watch for the subdirectory at path p. *existing = 1 when the
- * kernel says the directory is watched already. Returns the wd or -1. */
-static int add_watch(struct wsync *s, const char *p, int *existing)
+/* inotify_add_watch for the directory open as fd, (parent, name). *existing
+ * = 1 when the kernel says it is watched already. Returns the wd or -1. */
+static int add_watch(struct wsync *s, int fd, const struct wnode *parent, const char *name, size_t len,
+                     int *existing)
 {
     *existing = 0;
-    int wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS | (s->mask_create ? IN_MASK_CREATE : 0));
+    int wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | (s->mask_create ? IN_MASK_CREATE : 0));
     if (wd < 0 && errno == EINVAL && s->mask_create) {
-        s->mask_create = 0; /* older kernel: cannot tell new from existing */
-        wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS);
+        s->mask_create = 0; /* older kernel: the inode tells new from existing */
+        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS);
     }
     if (wd < 0 && errno == EEXIST) {
         *existing = 1;
-        wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS);
+        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS);
     }
     return wd;
 }
 
-/* The watch on s->path failed with e. Gone already (ENOENT, ENOTDIR) or a
- * loop is silent; anything else is reported. */
-static void add_failed(struct wsync *s, struct wnode *parent, int e)
+/* (parent, name) could not be opened or watched: e. Gone already (ENOENT,
+ * ENOTDIR) or a symlink or a loop is silent; anything else is reported. */
+static void add_failed(struct wsync *s, const struct wnode *parent, const char *name, size_t len, int e)
 {
-    if (e == ENOENT || e == ENOTDIR) {
-        /* Gone already, or the path is stale: a directory above was renamed
-         * after this event and before we got to it. Then the parent's own
-         * path is gone too, and once the rename's events give it its new name
-         * the parent must be listed again. */
-        buf_reset(&s->path);
-        struct stat st;
-        if (!parent->relist && wtree_path(&s->t, parent, NULL, 0, &s->path) == 0 && buf_cstr(&s->path) &&
-            lstat(s->path.data, &st) < 0 && parent != s->t.root) {
-            parent->relist = 1;
-            s->relist_marks++;
-        }
-        return;
-    }
-    if (e == ELOOP) return;
+    if (e == ENOENT || e == ENOTDIR || e == ELOOP) return;
     char msg[160];
     snprintf(msg, sizeof msg, "cannot watch: %s%s", strerror(e), e == ENOSPC ? " (inotify watch limit reached)" : "");
-    ws_emit(s, IN_Q_OVERFLOW, s->path.data, s->path.len, msg);
+    ws_emit_at(s, IN_Q_OVERFLOW, parent, name, len, msg);
+}
+
+/* The subdirectory (parent, name), opened relative to pfd or, with pfd -1,
+ * to parent's checked path. Returns the fd, or -1: nothing to watch (gone,
+ * reported, or parent's path is stale: then parent is listed again once the
+ * rename's events give it its new name). */
+static int open_new(struct wsync *s, struct wnode *parent, int pfd, const char *name, size_t len, struct stat *st)
+{
+    int own = pfd < 0;
+    if (own && (pfd = ws_open_node(s, parent)) < 0) {
+        if (pfd == WS_STALE) ws_mark_relist(s, parent);
+        else add_failed(s, parent, name, len, errno);
+        return -1;
+    }
+    int fd = ws_open_child(pfd, name, len, st);
+    int e = errno;
+    if (own) close(pfd);
+    if (fd < 0) add_failed(s, parent, name, len, e);
+    return fd;
 }
 
 /* The kernel handed out wd, which node `old` holds already. Returns old when
  * it is the same directory found again (moved to (parent, name)), or NULL:
  * nothing to add (a loop, or ROOT or the parent is the dead one), or, with
  * *fresh = 1, old was a dead watch's leftover, dropped: add a node. */
-static struct wnode *reuse(struct wsync *s, struct wnode *old, int wd, int existing, struct wnode *parent,
-                           const char *name, size_t len, int *fresh)
+static struct wnode *reuse(struct wsync *s, struct wnode *old, int wd, int existing, const struct stat *st,
+                           struct wnode *parent, const char *name, size_t len, int *fresh)
 {
     *fresh = 0;
-    if (existing || !s->mask_create) {
+    if (existing || (!s->mask_create && ws_same(&s->t, old, st))) {
         /* The same directory, already watched: under this name already (its
          * parent's listing and its IN_CREATE both found it), or renamed
          * without our seeing the pair of events. Never a loop (bind mounts). */
@@ -143,13 +151,19 @@ static struct wnode *reuse(struct wsync *s, struct wnode *old, int wd, int exist
     return NULL;
 }
 
-/* A new node (parent, name) for the fresh watch wd, or NULL (reported). */
-static struct wnode *attach(struct wsync *s, struct wnode *parent, const char *name, size_t len, int wd)
+/* A new node (parent, name) for the fresh watch wd of directory st, or NULL
+ * (reported). */
+static struct wnode *attach(struct wsync *s, struct wnode *parent, const char *name, size_t len, int wd,
+                            const struct stat *st)
 {
     struct wnode *there = wtree_child(&s->t, parent, name, len);
     if (there) ws_drop(s, there, -1, 0); /* a stale entry under the same name */
     struct wnode *n = wtree_add(&s->t, parent, name, len, wd);
-    if (n) return n;
+    if (n) {
+        n->dev = st->st_dev;
+        n->ino = st->st_ino;
+        return n;
+    }
     int e = errno;
     unwatch(s, wd);
     char msg[160];
@@ -157,40 +171,63 @@ static struct wnode *attach(struct wsync *s, struct wnode *parent, const char *n
         snprintf(msg, sizeof msg, "cannot watch: more than %u directories", (unsigned)WSYNC_MAX_NODES);
     else
         snprintf(msg, sizeof msg, "cannot watch: out of memory");
-    buf_reset(&s->path);
-    if (wtree_path(&s->t, parent, name, len, &s->path) == 0)
-        ws_emit(s, IN_Q_OVERFLOW, s->path.data, s->path.len, msg);
-    else
-        s->ops->lost(s->ctx);
+    ws_emit_at(s, IN_Q_OVERFLOW, parent, name, len, msg);
     return NULL;
 }
 
-/* Watch the directory `name` in parent. Returns its node and *is_new = 1 when
- * it was not watched before (the caller lists it), the existing node when the
- * kernel says the directory is watched already (found again under a new name:
- * it is moved there), or NULL: vanished (its parent reports that), not a
- * directory, or not watchable (reported, with the reason). */
-struct wnode *ws_add_dir(struct wsync *s, struct wnode *parent, const char *name, size_t len, int *is_new)
+struct wnode *ws_add_dir(struct wsync *s, struct wnode *parent, int pfd, const char *name, size_t len,
+                         int *is_new, int *fd_out)
 {
     *is_new = 0;
-    buf_reset(&s->path);
-    if (wtree_path(&s->t, parent, name, len, &s->path) < 0 || !buf_cstr(&s->path)) {
-        s->ops->lost(s->ctx);
-        return NULL;
-    }
+    if (fd_out) *fd_out = -1;
+    struct stat st;
+    int fd = open_new(s, parent, pfd, name, len, &st);
+    if (fd < 0) return NULL;
     int existing;
-    int wd = add_watch(s, s->path.data, &existing);
+    int wd = add_watch(s, fd, parent, name, len, &existing);
+    struct wnode *n = NULL;
     if (wd < 0) {
-        add_failed(s, parent, errno);
-        return NULL;
+        add_failed(s, parent, name, len, errno);
+    } else {
+        struct wnode *old = wtree_by_wd(&s->t, wd);
+        int fresh = 1;
+        if (old) n = reuse(s, old, wd, existing, &st, parent, name, len, &fresh);
+        if (fresh && (n = attach(s, parent, name, len, wd, &st))) *is_new = 1;
     }
-    struct wnode *old = wtree_by_wd(&s->t, wd);
-    if (old) {
-        int fresh;
-        struct wnode *same = reuse(s, old, wd, existing, parent, name, len, &fresh);
-        if (!fresh) return same;
-    }
-    struct wnode *n = attach(s, parent, name, len, wd);
-    if (n) *is_new = 1;
+    if (*is_new && fd_out) *fd_out = fd;
+    else close(fd);
     return n;
+}
+
+/* ---- following renames --------------------------------------------------- */
+
+static int place_moved(struct wsync *s, struct wnode *m, struct wnode *parent, const char *name, size_t len)
+{
+    if (ws_place(s, m, parent, name, len) == 0) {
+        m->moving = 0;
+        return 1;
+    }
+    ws_drop(s, m, -1, 0); /* a loop: forget it */
+    return 0;
+}
+
+int ws_follow_move(struct wsync *s, struct wnode *m, struct wnode *parent, const char *name, size_t len)
+{
+    /* The cookie pairs the names; the inode says whether m is what moved:
+     * the IN_MOVED_FROM may have named an earlier directory of m's name. */
+    struct stat at, was;
+    enum ws_probe to = ws_probe(s, parent, name, len, &at);
+    if ((to == WS_FOUND && ws_same(&s->t, m, &at)) || to == WS_UNKNOWN)
+        return place_moved(s, m, parent, name, len); /* seen there, or cannot tell: the events say so */
+    enum ws_probe from = ws_probe(s, m->parent, m->name, m->name_len, &was);
+    if (from == WS_FOUND && ws_same(&s->t, m, &was)) {
+        m->moving = 0; /* still where it was: another directory moved */
+        return 0;
+    }
+    /* Neither here nor there: renamed on since (the later events follow
+     * it), unless another directory holds the new name now. */
+    if (to == WS_ABSENT) return place_moved(s, m, parent, name, len);
+    if (from == WS_UNKNOWN) ws_mark_relist(s, m->parent); /* m may still be in it */
+    ws_drop(s, m, -1, 0); /* where it went, later events tell */
+    return 0;
 }

@@ -218,6 +218,97 @@ def test_read_over_max_bytes_reads_nothing(tmp_path):
     assert p.returncode == 69 and p.stdout == b""
 
 
+def _read_res(p):
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    return res(p, p.stderr)
+
+
+def test_read_length_slices(tmp_path):
+    data = os.urandom(10_000) + bytes(range(256)) * 100
+    size = len(data)
+    f = tmp_path / "f"
+    f.write_bytes(data)
+    cases = [  # (offset, length) -> bytes, eof
+        ((0, 1000), data[:1000], False),                    # first chunk
+        ((5000, 1000), data[5000:6000], False),             # middle
+        ((size - 1000, 1000), data[-1000:], True),          # last, exactly to the end
+        ((size - 300, 1000), data[-300:], True),            # last, short
+        ((size, 1000), b"", True),                          # at the end
+        ((size + 7, 1000), b"", True),                      # past the end
+        ((0, 0), b"", False),                               # length 0: bytes remain
+        ((size - 1, 0), b"", False),
+        ((size, 0), b"", True),
+        ((0, size), data, True),
+        ((0, size + 1), data, True),
+    ]
+    for (off, length), want, eof in cases:
+        p = fs("read", f, "--offset", off, "--length", length)
+        assert p.stdout == want, (off, length, len(p.stdout))
+        assert line_of(p.stderr) == SENT + json.dumps(
+            {"ok": True, "size": size, "offset": off, "length": len(want), "eof": eof}).encode(), (off, length)
+    # --length= spelling, and without --offset.
+    assert _read_res(fs("read", f, "--length=10"))["length"] == 10
+
+
+def test_read_length_of_a_sparse_terabyte_is_quick(tmp_path):
+    f = tmp_path / "huge"
+    with open(f, "wb") as h:
+        h.truncate(1 << 40)
+    t = time.monotonic()
+    p = fs("read", f, "--offset", (1 << 40) - 5, "--length", 1 << 20)
+    assert time.monotonic() - t < 10
+    assert p.stdout == b"\0" * 5
+    assert _read_res(p) == {"ok": True, "size": 1 << 40, "offset": (1 << 40) - 5, "length": 5, "eof": True}
+    p = fs("read", f, "--offset", 1 << 30, "--length", 4096)
+    assert p.stdout == b"\0" * 4096 and _read_res(p)["eof"] is False
+
+
+def test_read_over_max_bytes_error_carries_the_size(tmp_path):
+    small = tmp_path / "small"
+    small.write_bytes(b"12345678901")
+    p = fs("read", small, "--max-bytes", "10")
+    r = expect_error(p, 69, "EFBIG", str(small))
+    assert p.stdout == b""
+    assert r["error"]["size"] == 11
+    assert list(r["error"]) == ["code", "errno", "message", "path", "size"]
+    # From an offset: only what remains counts.
+    p = fs("read", small, "--offset", "1", "--max-bytes", "10")
+    assert p.stdout == b"2345678901" and _read_res(p)["eof"] is True
+    # With --length, --max-bytes still weighs everything that remains from the
+    # offset (an exporter's overall cap, refused before the first chunk).
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 100)
+    p = fs("read", big, "--length", "10", "--max-bytes", "50")
+    assert expect_error(p, 69, "EFBIG", str(big))["error"]["size"] == 100
+    assert p.stdout == b""
+    p = fs("read", big, "--offset", "60", "--length", "10", "--max-bytes", "50")
+    assert p.stdout == b"x" * 10
+    assert _read_res(p) == {"ok": True, "size": 100, "offset": 60, "length": 10, "eof": False}
+    # Other errors carry no size.
+    r = expect_error(fs("read", tmp_path / "missing", "--max-bytes", "1"), 66, "ENOENT")
+    assert "size" not in r["error"]
+
+
+def test_read_in_chunks_reassembles_the_file(tmp_path):
+    import hashlib
+    data = os.urandom(3 * 1024 * 1024 + 12345)
+    f = tmp_path / "export"
+    f.write_bytes(data)
+    chunk, off, parts, calls = 1 << 20, 0, [], 0
+    while True:
+        p = fs("read", f, "--offset", off, "--length", chunk, "--max-bytes", len(data))
+        r = _read_res(p)
+        calls += 1
+        assert r["length"] == len(p.stdout) and r["offset"] == off and r["size"] == len(data)
+        parts.append(p.stdout)
+        off += r["length"]
+        if r["eof"]:
+            break
+        assert r["length"] == chunk and calls < 10
+    assert calls == 4
+    assert hashlib.sha256(b"".join(parts)).hexdigest() == hashlib.sha256(data).hexdigest()
+
+
 def test_read_refuses_special_files_without_blocking(tree):
     for path in [tree / "fifo", "/dev/zero", "/dev/urandom", "/proc/self/status", "/proc/kmsg"]:
         if not os.path.exists(path):
@@ -373,6 +464,38 @@ def test_mkdir(tmp_path):
     assert os.path.isdir(tmp_path / "x" / "y" / "z")
     (tmp_path / "f").write_bytes(b"")
     expect_error(fs("mkdir", tmp_path / "f"), 1, "EEXIST")
+
+
+# Parents named by one character, at every level, relative and absolute,
+# with trailing and doubled slashes (a one-character parent used to be taken
+# for "/" and skipped: ENOENT).
+ONE_CHAR_DIRS = ["a/b", "a/b/c/d", "a/b/", "a/b//", "a//b", "a/bb/c", "aa/b/c", "a/b/cc"]
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+@pytest.mark.parametrize("rel", ONE_CHAR_DIRS)
+def test_parents_with_one_character_names(tmp_path, rel, absolute):
+    base = str(tmp_path) + "/" if absolute else ""
+    p = fs("mkdir", base + "m/" + rel, "--parents", cwd=tmp_path)
+    assert p.returncode == 0 and res(p) == {"ok": True, "created": True}, p.stdout + p.stderr
+    assert os.path.isdir(tmp_path / "m" / rel)
+    assert res(fs("mkdir", base + "m/" + rel, "--parents", cwd=tmp_path)) == {"ok": True, "created": False}
+    target = base + "w/" + rel.rstrip("/") + "/f"
+    p = fs("write", target, "--parents", input=b"x", cwd=tmp_path)
+    assert p.returncode == 0 and res(p) == {"ok": True, "bytes": 1}, p.stdout + p.stderr
+    assert (tmp_path / "w" / rel.rstrip("/") / "f").read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("absolute", [False, True], ids=["relative", "absolute"])
+def test_parents_one_character_directly_below_the_start(tmp_path, absolute):
+    base = str(tmp_path) + "/" if absolute else ""
+    for path in ["a/f", "b/", "c//d", "e/g/"]:
+        p = fs("mkdir", base + path, "--parents", cwd=tmp_path)
+        assert p.returncode == 0 and res(p)["created"], (path, p.stdout, p.stderr)
+        assert os.path.isdir(os.path.join(tmp_path, path))
+    p = fs("write", base + "h/f", "--parents", input=b"z", cwd=tmp_path)
+    assert p.returncode == 0 and res(p) == {"ok": True, "bytes": 1}, p.stdout + p.stderr
+    assert (tmp_path / "h" / "f").read_bytes() == b"z"
 
 
 # ---------------------------------------------------------------- remove ----
@@ -532,6 +655,83 @@ def test_move_across_filesystems(tmp_path, request):
     assert [n for n in os.listdir(tmp_path) if ".sbx-" in n] == []
 
 
+def _small_tmpfs(tmp_path, request, size="4m"):
+    """A small filesystem of its own: a copy that runs away fills it at once."""
+    d = tmp_path / "small-fs"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", str(d)]).returncode:
+        pytest.skip("cannot mount a tmpfs")
+    request.addfinalizer(lambda: subprocess.run(["umount", "-l", str(d)]))
+    return str(d)
+
+
+@pytest.mark.parametrize("kind", ["char", "fifo"])
+def test_move_across_filesystems_refuses_a_source_swapped_for_a_special_file(tmp_path, request, kind):
+    # A racing thread keeps replacing SRC (a regular file at the agent's
+    # lstat) by /dev/zero's node or a FIFO (at its open). The copy must check
+    # what it opened: a run either moves the file, moves the special node (it
+    # was one at lstat), or refuses (68); never copies zeros until the
+    # destination fills, never copies an empty file for a FIFO, never hangs,
+    # never leaves a temporary file.
+    other = _small_tmpfs(tmp_path, request)
+    src, orig = tmp_path / "src", tmp_path / "orig"
+    data = os.urandom(64 * 1024)
+    orig.write_bytes(data)
+    stop, counts = threading.Event(), {"ok-file": 0, "ok-node": 0, "refused": 0}
+
+    def racer():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            tmp = str(tmp_path / ("swap%d" % (i % 2)))
+            try:
+                if i % 2:
+                    if kind == "char":
+                        os.mknod(tmp, stat.S_IFCHR | 0o600, os.makedev(1, 5))
+                    else:
+                        os.mkfifo(tmp)
+                else:
+                    os.link(orig, tmp)
+                os.rename(tmp, src)
+            except FileExistsError:
+                os.unlink(tmp)
+
+    for rnd in range(300):
+        dst = os.path.join(other, "dst")
+        os.link(orig, src)
+        t = threading.Thread(target=racer, daemon=True)
+        t.start()
+        try:
+            p = subprocess.run([AGENT, "fs", "move", str(src), dst], capture_output=True, timeout=20,
+                               env=clean_env())
+        finally:
+            stop.set()
+            t.join(timeout=TIMEOUT)
+            stop.clear()
+        assert [n for n in os.listdir(other) if ".sbx-" in n] == [], rnd
+        if p.returncode == 68:
+            assert res(p)["error"]["code"] == "ENOTREG"
+            assert not os.path.lexists(dst)
+            counts["refused"] += 1
+        else:
+            assert p.returncode == 0, (rnd, p.stdout, p.stderr)
+            st = os.lstat(dst)
+            if stat.S_ISREG(st.st_mode):
+                assert st.st_size == len(data), (rnd, st.st_size)
+                assert open(dst, "rb").read() == data, rnd
+                counts["ok-file"] += 1
+            else:
+                assert stat.S_ISCHR(st.st_mode) if kind == "char" else stat.S_ISFIFO(st.st_mode)
+                counts["ok-node"] += 1
+            os.unlink(dst)
+        for n in ("src", "swap0", "swap1"):
+            if os.path.lexists(tmp_path / n):
+                os.unlink(tmp_path / n)
+        if counts["refused"] >= 10:
+            break
+    sys.stderr.write("swap race (%s): %r\n" % (kind, counts))
+
+
 # ------------------------------------------------------- permissions, usage ----
 
 def test_permission_denied_as_nobody(tmp_path):
@@ -555,6 +755,8 @@ def test_permission_denied_as_nobody(tmp_path):
                                   ["list", "--follow", "/"], ["mkdir", "/x", "--mode", "999"],
                                   ["mkdir", "/x", "--mode"], ["read", "/x", "--max-bytes", "-1"],
                                   ["read", "/x", "--offset", "1k"], ["move", "/x"],
+                                  ["read", "/x", "--length", "-1"], ["read", "/x", "--length"],
+                                  ["stat", "/x", "--length", "1"],
                                   ["stat", "-x"]])
 def test_usage_errors(args):
     p = fs(*args)

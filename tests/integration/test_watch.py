@@ -526,6 +526,62 @@ def test_symlinks_to_directories_are_not_followed(agent, root, tmp_path, watcher
     assert not any(b"link/" in p for p in w.paths())
 
 
+# mkdir a; mkdir a/x; mv a bN; mkdir a; touch bN/x/f, again and again, faster
+# than the watcher reads: when it gets to "a created", the path a already names
+# a later directory. Directories must be told apart by inode, not by path:
+# every bN keeps its subtree and its events under its own name.
+STORM = r"""
+import os, sys
+root, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+a = os.path.join(root, "a")
+for n in range(first, first + count):
+    b = os.path.join(root, "b%d" % n)
+    os.mkdir(os.path.join(a, "x"))
+    os.rename(a, b)
+    os.mkdir(a)
+    open(os.path.join(b, "x", "f"), "wb").close()
+"""
+
+
+@pytest.mark.parametrize("paced", ["stopped", "free"])
+def test_directory_renamed_and_recreated_faster_than_read(agent, root, watchers, paced):
+    rounds = 100
+    w = start(watchers, agent, root)
+    w.ready()
+    os.mkdir(j(root, "a"))
+    if paced == "stopped":   # groups of 10 rounds while the watcher cannot read
+        for g in range(0, rounds, 10):
+            os.kill(w.proc.pid, signal.SIGSTOP)
+            try:
+                subprocess.run([PY, "-c", STORM, root, str(g), "10"], check=True, timeout=TIMEOUT)
+            finally:
+                os.kill(w.proc.pid, signal.SIGCONT)
+    else:
+        subprocess.run([PY, "-c", STORM, root, "0", str(rounds)], check=True, timeout=TIMEOUT)
+    w.barrier(root)
+    # Now that it has caught up, one more file in each x: each watch must
+    # be in place, under the right name.
+    for n in range(rounds):
+        open(j(root, "b%d" % n, "x", "g"), "wb").close()
+    open(j(root, "a", "h"), "wb").close()
+    w.barrier(root, "zz-barrier2")
+    assert not any(e[0] == IN_Q_OVERFLOW for e in w.events), [e for e in w.events if e[0] == IN_Q_OVERFLOW][:3]
+    allowed = {j(root, "a"), j(root, "a", "x"), j(root, "a", "h"), j(root, "zz-barrier"), j(root, "zz-barrier2")}
+    for n in range(rounds):
+        b = "b%d" % n
+        allowed |= {j(root, b), j(root, b, "x"), j(root, b, "x", "f"), j(root, b, "x", "g")}
+    wrong = [p for p in w.paths() if p not in allowed]
+    lost_f = [n for n in range(rounds) if not w.has(j(root, "b%d" % n, "x", "f"), IN_CREATE)]
+    lost_g = [n for n in range(rounds) if not w.has(j(root, "b%d" % n, "x", "g"), IN_CREATE)]
+    sys.stderr.write("storm (%s): %d lines, %d wrong paths, f lost in %d rounds, g lost in %d\n"
+                     % (paced, len(w.events), len(wrong), len(lost_f), len(lost_g)))
+    assert not wrong, wrong[:5]
+    assert not lost_f, lost_f[:10]
+    assert not lost_g, lost_g[:10]
+    assert w.has(j(root, "a", "h"), IN_CREATE)
+    w.check_format()
+
+
 # ---- overflow and the watch limit --------------------------------------------
 
 def _sysctl(name, value=None):

@@ -1,6 +1,6 @@
 /*
  * test_files.c - the file service's shared pieces (agent/files/files.c):
- * path helpers, entry helpers, the error record.
+ * path helpers, entry helpers, the error record, mkdir -p of a parent.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void join_is(const char *dir, const char *name, const char *want)
 {
@@ -161,13 +162,42 @@ static void test_errors(void **s)
     assert_null(e.path);
 }
 
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* One-character parents, relative (the one that was taken for "/"). */
+static void test_make_parents(void **s)
+{
+    (void)s;
+    char tmpl[] = "/tmp/test_files.XXXXXX", cwd[PATH_MAX];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_non_null(mkdtemp(tmpl));
+    assert_int_equal(chdir(tmpl), 0);
+    assert_int_equal(fs_make_parents("a/f"), 0);
+    assert_true(is_dir("a"));
+    assert_int_equal(fs_make_parents("b//f/"), 0);
+    assert_true(is_dir("b"));
+    assert_int_equal(fs_make_parents("c/d/e/f"), 0);
+    assert_true(is_dir("c/d/e"));
+    assert_false(is_dir("c/d/e/f"));
+    assert_int_equal(fs_make_parents("f"), 0);   /* no parent */
+    assert_int_equal(fs_make_parents("/f"), 0);  /* "/" */
+    assert_int_equal(fs_make_parents("//f"), 0);
+    assert_int_equal(system("rm -rf a b c"), 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rmdir(tmpl), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_join),      cmocka_unit_test(test_last_name),
         cmocka_unit_test(test_strip_slashes), cmocka_unit_test(test_tmp_prefix),
         cmocka_unit_test(test_dots),      cmocka_unit_test(test_entry_helpers),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),    cmocka_unit_test(test_make_parents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

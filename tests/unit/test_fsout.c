@@ -194,6 +194,12 @@ static void test_result_lines(void **s)
                                     "\"Copied, but the source could not be removed\", \"path\": \"/t/a/b\"}}\n"
                         SENTINEL_FS "{\"ok\": false, \"error\": {\"code\": \"EPIPE\", \"errno\": 32, \"message\": "
                                     "\"Broken pipe\", \"path\": \"<stdout>\"}}\n");
+    /* Over --max-bytes: the error carries the file's size, after "path". */
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    fsout_set_fd(p[1]);
+    assert_int_equal(fsout_fail_size("read", EFBIG, "too large", "/big", 1099511627776LL), EXIT_FS_TOO_LARGE);
+    assert_string_equal(drain(p), SENTINEL_FS "{\"ok\": false, \"error\": {\"code\": \"EFBIG\", \"errno\": 27, "
+                                  "\"message\": \"too large\", \"path\": \"/big\", \"size\": 1099511627776}}\n");
     fsout_set_fd(STDOUT_FILENO);
 }
 
