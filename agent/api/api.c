@@ -135,10 +135,13 @@ static void on_proc_end(struct proc *p, void *ctx)
 
 void api_stop(struct api *a, api_done_fn done, void *ctx)
 {
-    if (a->stopping) return;
-    a->stopping = 1;
     a->on_done = done;
     a->done_ctx = ctx;
+    if (a->stopping) {
+        if (a->done && done) done(ctx);
+        return;
+    }
+    a->stopping = 1;
     if (!a->started) { /* nothing to stop */
         a->done = 1;
         if (done) done(ctx);

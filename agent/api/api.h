@@ -58,8 +58,9 @@ int api_config_read(struct api_config *cfg, const char *token, char *err);
 int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
               const char *token, char *err);
 
-/* Begin the stop; done(ctx) runs once it is complete (from the loop, and at
- * most grace + a few seconds later). A second call does nothing. */
+/* Begin the stop; done(ctx) (may be NULL) runs once it is complete (from
+ * the loop, at most grace + a few seconds later). A second call only
+ * replaces done, which runs at once when the stop is complete already. */
 void api_stop(struct api *a, api_done_fn done, void *ctx);
 
 /* Free what is left (after done; the Unix socket file is removed). */
