@@ -135,8 +135,10 @@ static void on_proc_end(struct proc *p, void *ctx)
 
 void api_stop(struct api *a, api_done_fn done, void *ctx)
 {
-    a->on_done = done;
-    a->done_ctx = ctx;
+    if (done) {
+        a->on_done = done;
+        a->done_ctx = ctx;
+    }
     if (a->stopping) {
         if (a->done && done) done(ctx);
         return;

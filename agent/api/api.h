@@ -59,8 +59,8 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
               const char *token, char *err);
 
 /* Begin the stop; done(ctx) (may be NULL) runs once it is complete (from
- * the loop, at most grace + a few seconds later). A second call only
- * replaces done, which runs at once when the stop is complete already. */
+ * the loop, at most grace + a few seconds later). A later call only sets
+ * done (when not NULL), which runs at once if the stop is complete already. */
 void api_stop(struct api *a, api_done_fn done, void *ctx);
 
 /* Free what is left (after done; the Unix socket file is removed). */

@@ -6,7 +6,7 @@ server streams (application/connect+json, one request envelope, response
 envelopes read one by one as they arrive, so a test can stop reading), and
 client streams (a chunked body of envelopes sent piece by piece).
 
-    a = ServeAgent(agent_binary, tmp_path, SANDBOX_AGENT_TOKEN="t")
+    a = ServeAgent(agent_binary, SANDBOX_AGENT_TOKEN="t")
     r = a.unary("process.Process/List", {})
     s = a.stream("process.Process/Start", {"process": {"cmd": "echo"}})
     events, end = s.collect()
@@ -15,10 +15,12 @@ import base64
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import time
 
 from conftest import TIMEOUT, clean_env
@@ -190,17 +192,23 @@ class ServeAgent:
     another mode (argv) with SANDBOX_AGENT_LISTEN set. stderr goes to a file
     (a pipe nobody reads could fill and block the agent)."""
 
-    def __init__(self, agent, tmp_path, argv=("serve",), wait=True, **env):
-        self.path = str(tmp_path / ("agent%d.sock" % os.getpid()))
+    def __init__(self, agent, argv=("serve",), wait=True, popen=None, unset=(), **env):
+        # A short directory of its own: a Unix socket path has 107 bytes at most.
+        self.dir = tempfile.mkdtemp(prefix="sa-", dir="/tmp")
+        os.chmod(self.dir, 0o777)  # an agent started as another user makes its socket here
+        self.path = os.path.join(self.dir, "agent.sock")
         self.token = env.setdefault("SANDBOX_AGENT_TOKEN", TOKEN)
         env.setdefault("SANDBOX_AGENT_LISTEN", "unix:" + self.path)
-        self.errpath = str(tmp_path / "agent.err")
-        self.outpath = str(tmp_path / "agent.out")
+        self.errpath = os.path.join(self.dir, "agent.err")
+        self.outpath = os.path.join(self.dir, "agent.out")
         self.errf = open(self.errpath, "wb")
         self.outf = open(self.outpath, "wb")
-        self.proc = subprocess.Popen([agent] + list(argv), env=clean_env(**env),
+        environ = clean_env(**env)
+        for k in unset:
+            environ.pop(k, None)
+        self.proc = subprocess.Popen([agent] + list(argv), env=environ,
                                      stdin=subprocess.DEVNULL, stdout=self.outf,
-                                     stderr=self.errf)
+                                     stderr=self.errf, **(popen or {}))
         self.rc = None
         if wait:
             self.wait_ready()
@@ -210,10 +218,14 @@ class ServeAgent:
         return self.proc.pid
 
     def stdout(self):
+        if self.rc is not None:
+            return self._out
         with open(self.outpath, "rb") as f:
             return f.read()
 
     def stderr(self):
+        if self.rc is not None:
+            return self._err
         with open(self.errpath, "rb") as f:
             return f.read().decode(errors="replace")
 
@@ -292,7 +304,10 @@ class ServeAgent:
                 self.proc.kill()
                 self.proc.wait(timeout=timeout)
                 raise
-            self.rc = self.proc.returncode
             self.errf.close()
             self.outf.close()
+            self._out, self._err = self.stdout(), self.stderr()
+            self.rc = self.proc.returncode
+            self.outf.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
         return self.rc, self.stderr()
