@@ -192,7 +192,7 @@ class ServeAgent:
     another mode (argv) with SANDBOX_AGENT_LISTEN set. stderr goes to a file
     (a pipe nobody reads could fill and block the agent)."""
 
-    def __init__(self, agent, argv=("serve",), wait=True, popen=None, unset=(), **env):
+    def __init__(self, agent, argv=("serve",), wait=True, popen=None, unset=(), wrap=(), **env):
         # A short directory of its own: a Unix socket path has 107 bytes at most.
         self.dir = tempfile.mkdtemp(prefix="sa-", dir="/tmp")
         os.chmod(self.dir, 0o777)  # an agent started as another user makes its socket here
@@ -206,7 +206,7 @@ class ServeAgent:
         environ = clean_env(**env)
         for k in unset:
             environ.pop(k, None)
-        self.proc = subprocess.Popen([agent] + list(argv), env=environ,
+        self.proc = subprocess.Popen(list(wrap) + [agent] + list(argv), env=environ,
                                      stdin=subprocess.DEVNULL, stdout=self.outf,
                                      stderr=self.errf, **(popen or {}))
         self.rc = None

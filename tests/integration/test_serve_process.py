@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import TIMEOUT, alive, vm_hwm_kib, wait_until
+from conftest import TIMEOUT, agent_pid, alive, children, vm_hwm_kib, wait_until, zombies_of
 from connectc import (TOKEN, Conn, ServeAgent, Stream, b64, end_of, envelope, head_bytes,
                       output, unb64)
 
@@ -720,6 +720,28 @@ def test_sigterm_mid_stream_ends_every_stream(serve):
     rc, err = a.stop()
     assert rc == 0 and time.monotonic() - t0 < 15
     assert not alive(p1) and not alive(p2)
+
+
+UNSHARE = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(UNSHARE[0]), reason="needs root and unshare")
+def test_serve_as_pid1_reaps_orphans_and_stops(agent):
+    a = ServeAgent(agent, wrap=UNSHARE)
+    try:
+        host = agent_pid(a.proc, True)
+        s, pid = a.start("/bin/sh", "-c", "sleep 0.3 & sleep 0.3 & echo started")
+        msgs, _ = s.collect()
+        assert output(msgs) == b"started\n" and end_of(msgs)["exitCode"] == 0
+        # The two sleeps outlived their shell: PID 1 got them, and reaps them.
+        wait_until(lambda: not children(host) and not zombies_of(host), "the orphans to be reaped")
+        s, pid = a.start("/bin/sh", "-c", "echo up; exec sleep 300")
+        read_until(s, lambda o: b"up" in o)
+        os.kill(host, signal.SIGTERM)
+        assert end_of(s.collect()[0])["status"] == "signal: terminated"
+    finally:
+        rc, err = a.stop()
+    assert rc == 0, err
 
 
 def test_serve_beside_run(agent, tmp_path):
