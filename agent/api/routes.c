@@ -9,6 +9,7 @@
  */
 #include "agent/api/routes.h"
 #include "agent/api/auth.h"
+#include "agent/api/procrpc.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/protocol.h"
 
@@ -17,15 +18,14 @@
 extern char **environ;
 
 static const struct rpc_method methods[] = {
-    {"/process.Process/Start", RPC_KIND_STREAM, NULL},
-    {"/process.Process/Connect", RPC_KIND_STREAM, NULL},
-    {"/process.Process/List", RPC_KIND_UNARY, NULL},
-    {"/process.Process/SendInput", RPC_KIND_UNARY, NULL},
-    /* client-streaming: over HTTP/1.1 only as one enveloped body (not yet) */
-    {"/process.Process/StreamInput", RPC_KIND_STREAM, NULL},
-    {"/process.Process/SendSignal", RPC_KIND_UNARY, NULL},
-    {"/process.Process/CloseStdin", RPC_KIND_UNARY, NULL},
-    {"/process.Process/Update", RPC_KIND_UNARY, NULL},
+    {"/process.Process/Start", RPC_KIND_STREAM, procrpc_start},
+    {"/process.Process/Connect", RPC_KIND_STREAM, procrpc_connect},
+    {"/process.Process/List", RPC_KIND_UNARY, procrpc_list},
+    {"/process.Process/SendInput", RPC_KIND_UNARY, procrpc_send_input},
+    {"/process.Process/StreamInput", RPC_KIND_CLIENT_STREAM, procrpc_stream_input},
+    {"/process.Process/SendSignal", RPC_KIND_UNARY, procrpc_send_signal},
+    {"/process.Process/CloseStdin", RPC_KIND_UNARY, procrpc_close_stdin},
+    {"/process.Process/Update", RPC_KIND_UNARY, procrpc_update},
     {"/filesystem.Filesystem/Stat", RPC_KIND_UNARY, NULL},
     {"/filesystem.Filesystem/MakeDir", RPC_KIND_UNARY, NULL},
     {"/filesystem.Filesystem/Move", RPC_KIND_UNARY, NULL},
@@ -96,6 +96,7 @@ static void on_head(struct conn *c, void *ctx)
 
 int routes_envs_json(struct buf *b)
 {
+    if (procrpc_table()) return procrpc_envs_json(b);
     if (buf_putc(b, '{') < 0) return -1;
     int first = 1;
     for (char **e = environ; e && *e; e++) {

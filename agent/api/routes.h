@@ -25,7 +25,8 @@ void routes_app(struct routes *rt, struct server_app *app);
 const struct rpc_method *routes_method(const char *path);
 
 /* The environment a started process gets, as a JSON object (GET /envs):
- * the agent's own, whose secrets are already gone (nonce.h). */
+ * a Start's as the default user with no envs (procrpc.h), or without a
+ * process table the agent's own; the secrets are gone either way (nonce.h). */
 int routes_envs_json(struct buf *b);
 
 #endif

@@ -6,7 +6,7 @@
  * and the last one out frees a finished call. So a handler may finish the
  * call from any hook (or from start) and the code around it stays valid.
  */
-#include "agent/api/rpc.h"
+#include "agent/api/rpcpriv.h"
 #include "agent/api/auth.h"
 #include "agent/core/jsoncheck.h"
 #include "agent/core/log.h"
@@ -14,21 +14,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-struct rpc_call {
-    struct conn *conn;  /* NULL once the client left */
-    const struct rpc_method *m;
-    struct rpc_hooks hooks;
-    ev_timer deadline_w, keepalive_w;
-    uint64_t timeout_ms;
-    int has_timeout;
-    unsigned keepalive_s;
-    char user[AUTH_USER_MAX + 1];
-    int has_user;
-    int begun;     /* stream: the HTTP head is out */
-    int finished;  /* replied, ended, failed or cancelled */
-    int busy;      /* hooks running */
-};
 
 static unsigned open_calls;
 static struct buf scratch; /* one envelope or error body at a time */
@@ -62,12 +47,14 @@ static void stop_timers(struct rpc_call *call)
     ev_timer_stop(conn_loop(call->conn), &call->keepalive_w);
 }
 
-static void enter(struct rpc_call *call) { call->busy++; }
+void rpc_enter(struct rpc_call *call) { call->busy++; }
 
-static void leave(struct rpc_call *call)
+void rpc_leave(struct rpc_call *call)
 {
     if (--call->busy > 0 || !call->finished) return;
     open_calls--;
+    rpcin_release(call);
+    if (call->hooks.release) call->hooks.release(call->hooks.ctx);
     free(call);
 }
 
@@ -78,8 +65,8 @@ static void finish(struct rpc_call *call)
     stop_timers(call);
     if (call->conn) conn_set_hooks(call->conn, &none);
     call->finished = 1;
-    enter(call);
-    leave(call);
+    rpc_enter(call);
+    rpc_leave(call);
 }
 
 void rpc_http_error(struct conn *c, int status, enum rpc_code code, const char *msg,
@@ -102,9 +89,21 @@ static int begin_stream(struct rpc_call *call)
     return conn_stream_begin(call->conn, 200, CONNECT_CT_STREAM, NULL);
 }
 
+static int end_stream(struct rpc_call *call, enum rpc_code code, const char *msg);
+
 int rpc_reply(struct rpc_call *call, const char *json, size_t n)
 {
-    if (call->finished || call->m->kind != RPC_KIND_UNARY) return -1;
+    if (call->finished || call->m->kind == RPC_KIND_STREAM) return -1;
+    if (call->m->kind == RPC_KIND_CLIENT_STREAM) { /* the message, then the end */
+        struct buf *b = scratch_buf();
+        if (begin_stream(call) < 0 || connect_envelope_put(b, 0, json, n) < 0 ||
+            conn_write(call->conn, b->data, b->len) < 0) {
+            conn_kill(call->conn);
+            finish(call);
+            return -1;
+        }
+        return end_stream(call, RPC_OK, NULL);
+    }
     int rc = conn_respond(call->conn, 200, CONNECT_CT_UNARY, NULL, json, n);
     finish(call);
     return rc;
@@ -151,7 +150,7 @@ int rpc_end(struct rpc_call *call)
 int rpc_fail(struct rpc_call *call, enum rpc_code code, const char *msg)
 {
     if (call->finished) return -1;
-    if (call->m->kind == RPC_KIND_STREAM) return end_stream(call, code, msg);
+    if (call->m->kind != RPC_KIND_UNARY) return end_stream(call, code, msg);
     rpc_error_response(call->conn, code, msg, NULL);
     finish(call);
     return 0;
@@ -163,9 +162,9 @@ static void on_more(struct conn *c, void *ctx)
 {
     struct rpc_call *call = ctx;
     if (call->finished || !call->hooks.more) return;
-    enter(call);
+    rpc_enter(call);
     call->hooks.more(call, call->hooks.ctx);
-    leave(call);
+    rpc_leave(call);
 }
 
 static void on_gone(struct conn *c, void *ctx)
@@ -175,36 +174,36 @@ static void on_gone(struct conn *c, void *ctx)
     stop_timers(call);
     call->conn = NULL;
     call->finished = 1;
-    enter(call);
+    rpc_enter(call);
     if (call->hooks.cancel) call->hooks.cancel(call, call->hooks.ctx);
-    leave(call);
+    rpc_leave(call);
 }
 
 static void on_stop(struct conn *c, void *ctx)
 {
     struct rpc_call *call = ctx;
-    enter(call);
+    rpc_enter(call);
     if (call->hooks.stop) call->hooks.stop(call, call->hooks.ctx);
     if (!call->finished) rpc_fail(call, RPC_UNAVAILABLE, "the agent is shutting down");
-    leave(call);
+    rpc_leave(call);
 }
 
 static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct rpc_call *call = w->data;
-    enter(call);
+    rpc_enter(call);
     if (call->hooks.deadline) call->hooks.deadline(call, call->hooks.ctx);
     else rpc_fail(call, RPC_DEADLINE_EXCEEDED, "deadline exceeded");
-    leave(call);
+    rpc_leave(call);
 }
 
 static void on_keepalive(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct rpc_call *call = w->data;
     if (!call->hooks.keepalive) return;
-    enter(call);
+    rpc_enter(call);
     call->hooks.keepalive(call, call->hooks.ctx);
-    leave(call);
+    rpc_leave(call);
 }
 
 void rpc_set_hooks(struct rpc_call *call, const struct rpc_hooks *h)
@@ -244,7 +243,7 @@ static int check_connect_headers(struct conn *c, const struct rpc_method *m)
     const char *v;
     uint64_t ms;
     char user[AUTH_USER_MAX + 1];
-    int stream = m->kind == RPC_KIND_STREAM;
+    int stream = m->kind != RPC_KIND_UNARY;
     if (connect_ctype(httpreq_header(r, "Content-Type")) !=
         (stream ? CONNECT_CTYPE_STREAM : CONNECT_CTYPE_UNARY)) {
         rpc_http_error(c, 415, RPC_INVALID_ARGUMENT,
@@ -283,6 +282,7 @@ int rpc_check_head(struct conn *c, const struct rpc_method *m)
         return -1;
     }
     if (check_connect_headers(c, m) < 0) return -1;
+    if (m->kind == RPC_KIND_CLIENT_STREAM) return rpcin_begin(c, m);
     if (httpreq_body_buffer(r, SERVE_BODY_MAX) < 0) {
         rpc_http_error(c, 413, RPC_RESOURCE_EXHAUSTED, "request message larger than 16 MiB",
                        NULL);
@@ -310,12 +310,13 @@ static const char *message_text(const struct rpc_method *m, const struct buf *bo
     return json;
 }
 
-static cJSON *parse_message(const struct rpc_method *m, const struct buf *body, const char **why)
+cJSON *rpc_parse_json(const char *json, size_t n, const char **why)
 {
-    size_t n;
     struct json_check jc;
-    const char *json = message_text(m, body, &n, why);
-    if (!json) return NULL;
+    if (n == 0) { /* an empty message, as proto3 writes it */
+        json = "{}";
+        n = 2;
+    }
     if (json_check(json, n, &jc) < 0 || jc.type != JSON_OBJECT) {
         *why = "the request message is not a JSON object";
         return NULL;
@@ -323,6 +324,13 @@ static cJSON *parse_message(const struct rpc_method *m, const struct buf *body, 
     cJSON *msg = cJSON_ParseWithLength(json, n);
     if (!msg) *why = "out of memory decoding the request";
     return msg;
+}
+
+static cJSON *parse_message(const struct rpc_method *m, const struct buf *body, const char **why)
+{
+    size_t n;
+    const char *json = message_text(m, body, &n, why);
+    return json ? rpc_parse_json(json, n, why) : NULL;
 }
 
 static struct rpc_call *call_new(struct conn *c, const struct rpc_method *m)
@@ -345,13 +353,12 @@ static struct rpc_call *call_new(struct conn *c, const struct rpc_method *m)
     return call;
 }
 
-void rpc_start(struct conn *c, const struct rpc_method *m)
+struct rpc_call *rpc_call_open(struct conn *c, const struct rpc_method *m)
 {
-    const char *why = NULL;
     struct rpc_call *call = call_new(c, m);
     if (!call) {
         rpc_error_response(c, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
-        return;
+        return NULL;
     }
     struct conn_hooks h = {on_more, on_gone, on_stop, call};
     conn_set_hooks(c, &h);
@@ -359,10 +366,22 @@ void rpc_start(struct conn *c, const struct rpc_method *m)
         ev_timer_set(&call->deadline_w, (double)call->timeout_ms / 1000.0, 0);
         ev_timer_start(conn_loop(c), &call->deadline_w);
     }
+    return call;
+}
+
+void rpc_start(struct conn *c, const struct rpc_method *m)
+{
+    const char *why = NULL;
+    if (m->kind == RPC_KIND_CLIENT_STREAM) {
+        rpcin_end(c);
+        return;
+    }
+    struct rpc_call *call = rpc_call_open(c, m);
+    if (!call) return;
     cJSON *msg = parse_message(m, httpreq_body(conn_req(c)), &why);
-    enter(call);
+    rpc_enter(call);
     if (!msg) rpc_fail(call, RPC_INVALID_ARGUMENT, why);
     else m->start(call, msg);
     cJSON_Delete(msg);
-    leave(call);
+    rpc_leave(call);
 }

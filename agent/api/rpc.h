@@ -10,6 +10,13 @@
  *   stream  rpc_send(json) any number of times, then rpc_end() or
  *           rpc_fail(code, message) (the end-stream message carries the error;
  *           the HTTP status is 200 either way, as Connect wants)
+ *   client stream (a request body of envelopes, read as it arrives): start
+ *           runs at the request head with msg NULL and sets hooks.message,
+ *           called with each envelope's message as it is decoded (valid
+ *           during the call only), and hooks.input_end, at the end
+ *           of the body; rpc_reply(json) answers with that message and the
+ *           end-stream message, rpc_fail(code, message) with an error (at any
+ *           point: the rest of the body is then read and dropped)
  * Finishing frees the call: do not touch it afterwards. If the client goes
  * first, hooks.cancel runs instead (the last event; the call is freed after
  * it returns and rpc_* calls on it return -1 meanwhile).
@@ -25,7 +32,7 @@
 
 struct rpc_call;
 
-enum rpc_kind { RPC_KIND_UNARY, RPC_KIND_STREAM };
+enum rpc_kind { RPC_KIND_UNARY, RPC_KIND_STREAM, RPC_KIND_CLIENT_STREAM };
 
 typedef void (*rpc_start_fn)(struct rpc_call *call, const cJSON *msg);
 
@@ -41,6 +48,9 @@ struct rpc_hooks {
     void (*stop)(struct rpc_call *call, void *ctx);      /* the agent stops: finish now */
     void (*deadline)(struct rpc_call *call, void *ctx);  /* Connect-Timeout-Ms ran out */
     void (*keepalive)(struct rpc_call *call, void *ctx); /* stream: every keepalive interval */
+    void (*message)(struct rpc_call *call, const cJSON *msg, void *ctx); /* client stream */
+    void (*input_end)(struct rpc_call *call, void *ctx); /* client stream: the body ended */
+    void (*release)(void *ctx); /* the call is being freed, however it ended: the very last */
     void *ctx;
 };
 
@@ -60,7 +70,7 @@ int rpc_timeout(const struct rpc_call *call, uint64_t *ms);
 const char *rpc_header(const struct rpc_call *call, const char *name);
 const struct rpc_method *rpc_method_of(const struct rpc_call *call);
 
-/* Unary: the response message (JSON text). Returns 0, or -1. */
+/* Unary or client stream: the response message (JSON text). Returns 0, or -1. */
 int rpc_reply(struct rpc_call *call, const char *json, size_t n);
 /* Stream: one message. Returns 1 (room for more), 0 (sent, but wait for
  * hooks.more before the next) or -1 (not sent: the connection is going and
@@ -79,7 +89,8 @@ void rpc_http_error(struct conn *c, int status, enum rpc_code code, const char *
 /* At the request head: refuse (answering at once) what cannot be this
  * method's call. Returns 0 to read the body, -1 when refused. */
 int rpc_check_head(struct conn *c, const struct rpc_method *m);
-/* The request is complete: decode its message and start the handler. */
+/* The request is complete: decode its message and start the handler (a
+ * client stream: its input ended). */
 void rpc_start(struct conn *c, const struct rpc_method *m);
 /* Calls open now (for tests and logs). */
 unsigned rpc_open_calls(void);

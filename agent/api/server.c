@@ -32,7 +32,7 @@ static void accept_pause(struct server *s, double retry)
 
 static void accept_resume(struct server *s)
 {
-    if (s->stopping || s->n >= s->max || ev_is_active(&s->retry_w)) return;
+    if (s->stopping || s->fd < 0 || s->n >= s->max || ev_is_active(&s->retry_w)) return;
     ev_io_start(s->loop, &s->accept_w);
 }
 
@@ -110,16 +110,21 @@ static void check_drained(struct server *s)
     fn(s, s->drained_ctx);
 }
 
+void server_close_listener(struct server *s)
+{
+    ev_io_stop(s->loop, &s->accept_w);
+    ev_timer_stop(s->loop, &s->retry_w);
+    if (s->fd >= 0) close(s->fd);
+    s->fd = -1;
+}
+
 void server_stop(struct server *s, server_drained_fn drained, void *ctx)
 {
     if (s->stopping) return;
     s->stopping = 1;
     s->drained = drained;
     s->drained_ctx = ctx;
-    ev_io_stop(s->loop, &s->accept_w);
-    ev_timer_stop(s->loop, &s->retry_w);
-    if (s->fd >= 0) close(s->fd);
-    s->fd = -1;
+    server_close_listener(s);
     /* conn_stop frees nothing: walking the list while it runs is safe. */
     for (struct conn *c = s->conns; c; c = conn_next(c)) conn_stop(c);
     ev_timer_set(&s->drain_w, SERVER_DRAIN_SECONDS, 0);

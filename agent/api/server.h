@@ -50,6 +50,9 @@ struct server {
 /* Serve connections of the listening socket fd (non-blocking, CLOEXEC). */
 void server_start(struct server *s, struct ev_loop *loop, int fd, int tcp, unsigned max,
                   double timeout, const struct server_app *app);
+/* Stop accepting only: the socket is closed, open connections go on. */
+void server_close_listener(struct server *s);
+
 /* Stop accepting (the socket is closed), let every response finish, close
  * every connection; drained runs once the last one is gone (at most
  * SERVER_DRAIN_SECONDS later). */

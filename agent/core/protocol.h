@@ -93,6 +93,9 @@
 #define ENV_RETAIN_BYTES "SANDBOX_AGENT_RETAIN_BYTES"
 #define DEFAULT_RETAIN_BYTES (8u * 1024u * 1024u)
 #define DEFAULT_KEEP_FINISHED 1024
+/* serve: the default user of a request that names none; a Connect's replay. */
+#define ENV_USER "SANDBOX_AGENT_USER"
+#define HEADER_REPLAY_FROM "Sandbox-Agent-Replay-From"
 
 /* Job status words. */
 #define STATUS_SUCCEEDED "succeeded"

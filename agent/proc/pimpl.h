@@ -50,6 +50,7 @@ struct proc {
     int leader_exited, status;
     int ended;
     int kept;           /* in the finished list */
+    int forget;         /* its end was read: drop it once no subscriber is left */
     uint64_t seq;       /* start order */
     struct proc_end end;
     struct proc_sub *subs;

@@ -1,9 +1,9 @@
 /*
  * plaunch.c - making the child of a Start (see pimpl.h): its working
  * directory (the user's home by default, "~" and relative paths from it, as
- * envd resolves them), its environment (the base, then HOME, USER, LOGNAME
- * and SHELL as a login sets them, then the request's; the last of a name
- * wins), its identity (uid, gid, groups; only root may switch), and its fds:
+ * envd resolves them), its environment (a login's PATH unless the base has
+ * one, the base, then HOME, USER, LOGNAME, SHELL and PWD as a login sets
+ * them, then the request's; the last of a name wins), its identity (uid, gid, groups; only root may switch), and its fds:
  * pipes for stdout and stderr and stdin (or /dev/null), or a new pty whose
  * slave is fds 0-2 and the controlling terminal of a new session.
  */
@@ -128,32 +128,62 @@ static char **env_dedup(const char **all, size_t n)
     return out;
 }
 
-/* The child's environment: one malloc'd array whose strings point into
- * base, req and *login (the four login variables, malloc'd). */
-static char **env_build(char *const *base, const struct user_info *u, char *const *req, char *login[4])
+/* A login's PATH, for an agent started without one. */
+#define LOGIN_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static void strv_free_all(char **v)
 {
-    size_t nb = count(base), nr = count(req), n = 0;
-    const char **all = malloc((nb + 4 + nr + 1) * sizeof *all);
-    if (!all) return NULL;
-    for (size_t i = 0; i < nb; i++) all[n++] = base[i];
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+
+/* The login variables of u in cwd, malloc'd, into login[0..*n). */
+static int login_vars(const struct user_info *u, const char *cwd, char *login[6], size_t *n)
+{
+    *n = 0;
+    login[(*n)++] = strdup("PATH=" LOGIN_PATH); /* before the base: the base's wins */
     if (u) {
-        login[0] = join3("HOME", "=", u->home);
-        login[1] = join3("USER", "=", u->name);
-        login[2] = join3("LOGNAME", "=", u->name);
-        login[3] = join3("SHELL", "=", u->shell);
-        for (int i = 0; i < 4; i++) {
-            if (!login[i]) {
-                free(all);
-                return NULL;
-            }
-            all[n++] = login[i];
+        login[(*n)++] = join3("HOME", "=", u->home);
+        login[(*n)++] = join3("USER", "=", u->name);
+        login[(*n)++] = join3("LOGNAME", "=", u->name);
+        login[(*n)++] = join3("SHELL", "=", u->shell);
+    }
+    if (cwd) login[(*n)++] = join3("PWD", "=", cwd);
+    for (size_t i = 0; i < *n; i++)
+        if (!login[i]) return -1;
+    return 0;
+}
+
+char **proc_env(const struct proc_table *t, const struct user_info *u, const char *cwd,
+                char *const *req)
+{
+    char *const *base = t->o.base_env ? t->o.base_env : environ;
+    char *login[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, **env = NULL, **kept = NULL;
+    size_t nb = count(base), nr = count(req), nl = 0, n = 0;
+    const char **all = malloc((nb + 6 + nr + 1) * sizeof *all);
+    if (!all || login_vars(u, cwd, login, &nl) < 0) goto out;
+    all[n++] = login[0];
+    for (size_t i = 0; i < nb; i++) all[n++] = base[i];
+    for (size_t i = 1; i < nl; i++) all[n++] = login[i];
+    for (size_t i = 0; i < nr; i++) all[n++] = req[i];
+    if (!(kept = env_dedup(all, n))) goto out;
+    size_t k = count(kept);
+    if (!(env = calloc(k + 1, sizeof *env))) goto out;
+    for (size_t i = 0; i < k; i++) {
+        if (!(env[i] = strdup(kept[i]))) {
+            strv_free_all(env);
+            env = NULL;
+            break;
         }
     }
-    for (size_t i = 0; i < nr; i++) all[n++] = req[i];
-    char **env = env_dedup(all, n);
+out:
+    free(kept);
     free(all);
+    for (size_t i = 0; i < 6; i++) free(login[i]);
     return env;
 }
+
+void proc_env_free(char **env) { strv_free_all(env); }
 
 static int open_pty(struct pfds *f, unsigned short cols, unsigned short rows, char *err)
 {
@@ -251,11 +281,11 @@ static pid_t spawn(struct pfds *f, const struct proc_start *s, const char *cwd, 
 int plaunch(struct proc *p, const struct proc_start *s, char *err)
 {
     struct pfds f = {{-1, -1}, {-1, -1}, {-1, -1}, -1, -1};
-    char *cwd = NULL, *login[4] = {NULL, NULL, NULL, NULL}, **env = NULL;
+    char *cwd = NULL, **env = NULL;
     int rc = -1, e = 0;
 
     if (check_user(s->user, err) < 0 || resolve_cwd(s->cwd, s->user, &cwd, err) < 0) return -1;
-    env = env_build(p->t->o.base_env ? p->t->o.base_env : environ, s->user, s->envs, login);
+    env = proc_env(p->t, s->user, cwd, s->envs);
     if (!env) {
         err_set(err, "out of memory");
         e = ENOMEM;
@@ -268,8 +298,7 @@ int plaunch(struct proc *p, const struct proc_start *s, char *err)
         rc = 0;
     }
     pfds_close_all(&f);
-    free(env);
-    for (int i = 0; i < 4; i++) free(login[i]);
+    proc_env_free(env);
     free(cwd);
     if (e) errno = e;
     return rc;

@@ -342,11 +342,15 @@ void proc_unsubscribe(struct proc_sub *s)
     if (s->next) s->next->prev = s->prev;
     s->p = NULL;
     s->prev = s->next = NULL;
-    if (p->kept) evict(p->t);
+    if (!p->kept) return;
+    if (p->forget && !p->subs) rec_free(p);
+    else evict(p->t);
 }
 
 void proc_forget(struct proc *p)
 {
+    if (!p->ended) return;
+    p->forget = 1;
     if (p->kept && !p->subs) rec_free(p);
 }
 
@@ -356,6 +360,10 @@ void proc_finished(struct proc *p)
     t->nrunning--;
     /* Before it joins the finished list: on_end cannot drop it. */
     if (t->o.on_end) t->o.on_end(p, t->o.ctx);
+    if (p->forget && !p->subs) { /* read while it ended: nothing to keep */
+        rec_free(p);
+        return;
+    }
     p->kept = 1;
     p->fprev = t->flast;
     if (t->flast) t->flast->fnext = p;

@@ -86,6 +86,15 @@ struct proc_start {
  * message in err and errno set. */
 struct proc *proc_start(struct proc_table *t, const struct proc_start *s, char *err);
 
+/* The environment a Start as u (NULL: as the agent) in directory cwd (NULL:
+ * none known) with envs gets: a login's PATH unless the base has one, the
+ * base (proc_table_opts.base_env), HOME, USER, LOGNAME, SHELL, PWD, then
+ * envs; the last of a name wins. A malloc'd array of malloc'd strings (free
+ * with proc_env_free), or NULL when out of memory. */
+char **proc_env(const struct proc_table *t, const struct user_info *u, const char *cwd,
+                char *const *envs);
+void proc_env_free(char **env);
+
 /* Lookups prefer the running process, else the most recently started. */
 struct proc *proc_by_pid(struct proc_table *t, pid_t pid);
 struct proc *proc_by_tag(struct proc_table *t, const char *tag);
@@ -141,8 +150,9 @@ void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *
  * cap): do not use s->p after this. Never signals the process. */
 void proc_unsubscribe(struct proc_sub *s);
 
-/* Drop a finished record now (its end was read). No-op for a running one or
- * one with subscribers. */
+/* A finished record's end was read: drop it now, or once its last
+ * subscriber leaves (proc_unsubscribe). No-op for a running one. May be
+ * called from a subscriber's callback while the end is being told. */
 void proc_forget(struct proc *p);
 
 /* Stop every running group: TERM now, KILL after grace; refuse new starts.

@@ -1,20 +1,18 @@
 /*
  * serve.c - `sandbox-agent serve`: PID 1 serving E2B's envd API over HTTP/1.1
  * (README "sandbox-agent serve"). Owns the mode's order of things only:
- * the first step (secrets, log level), the configuration, the loop, the
- * reaper and the signals, the listening socket, and the stop on SIGTERM
- * (stop accepting, end every open stream, close every connection, exit 0).
- * HTTP, Connect and the routes are the API service's (agent/api).
+ * the first step (secrets, log level), the loop, the reaper and the
+ * signals, and on SIGTERM the API's stop (stop accepting, stop every
+ * process, end every open stream, close every connection), then exit 0.
+ * The configuration, HTTP, Connect, the routes and the processes are the
+ * API service's (agent/api).
  */
 #include "agent/serve/serve.h"
-#include "agent/api/listen.h"
-#include "agent/api/routes.h"
-#include "agent/api/server.h"
+#include "agent/api/api.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
-#include "agent/core/num.h"
 #include "agent/core/pid1.h"
 #include "agent/core/protocol.h"
 #include "agent/core/spawn.h"
@@ -41,70 +39,22 @@ static const char serve_usage[] =
     "  " ENV_MAX_CONNECTIONS "  open connections at most (default 256)\n"
     "  " ENV_HTTP_TIMEOUT "  seconds a client may take to send a\n"
     "      request head or body, or to read a response (default 60; streams exempt)\n"
+    "  " ENV_RETAIN_BYTES "  output kept per channel of each process (default 8 MiB)\n"
+    "  " ENV_USER "  who a request naming no user runs as (default: the agent's user)\n"
+    "  " ENV_GRACE "  seconds between SIGTERM and SIGKILL of the processes (default 5)\n"
     "  " ENV_LOG "  debug | info | warn (default warn)\n"
     "\n"
     "exit status: 0 after SIGTERM, 2 usage or configuration error.\n";
 
-struct serve_config {
-    const char *listen;  /* the address as given (or the default) */
-    struct listen_addr addr;
-    unsigned max_conns;
-    double timeout;
-};
-
 struct serve_state {
     struct ev_loop *loop;
     struct nonce nonce, token;
-    struct serve_config cfg;
-    struct routes routes;
-    struct server srv;
+    struct api_config cfg;
+    struct api api;
     int stopping;
 };
 
-static int read_count(const char *name, uint64_t max, uint64_t dflt, uint64_t *out, char *err)
-{
-    const char *v = getenv(name);
-    *out = dflt;
-    if (v && *v && (num_count(v, max, out) < 0 || *out == 0)) {
-        err_set(err, "%s must be a count from 1 to %llu, not '%.40s'", name,
-                (unsigned long long)max, v);
-        return -1;
-    }
-    return 0;
-}
-
-/* The environment of serve (README "sandbox-agent serve"). Returns 0, or -1
- * with a message in err. */
-static int read_config(struct serve_config *cfg, int has_token, char *err)
-{
-    uint64_t n;
-    const char *v = getenv(ENV_LISTEN);
-    cfg->listen = v && *v ? v : has_token ? DEFAULT_LISTEN_PUBLIC : DEFAULT_LISTEN_LOCAL;
-    if (listen_parse(cfg->listen, &cfg->addr, err) < 0) {
-        char why[ERR_LEN];
-        memcpy(why, err, ERR_LEN);
-        err_set(err, ENV_LISTEN ": %s", why);
-        return -1;
-    }
-    const char *ins = getenv(ENV_INSECURE);
-    int warn;
-    if (listen_check(cfg->listen, &cfg->addr, has_token, ins && !strcmp(ins, "1"), &warn, err) < 0)
-        return -1;
-    if (warn)
-        log_warn("serve: " ENV_INSECURE "=1: serving %s with no token; anyone who reaches it "
-                 "can run commands here", cfg->listen);
-    if (read_count(ENV_MAX_CONNECTIONS, 1000000, DEFAULT_MAX_CONNECTIONS, &n, err) < 0) return -1;
-    cfg->max_conns = (unsigned)n;
-    cfg->timeout = DEFAULT_HTTP_TIMEOUT;
-    v = getenv(ENV_HTTP_TIMEOUT);
-    if (v && *v && (num_seconds(v, NUM_MAX_SECONDS, &cfg->timeout) < 0 || cfg->timeout <= 0)) {
-        err_set(err, ENV_HTTP_TIMEOUT " must be a number of seconds above 0, not '%.40s'", v);
-        return -1;
-    }
-    return 0;
-}
-
-static void on_drained(struct server *s, void *ctx)
+static void on_stopped(void *ctx)
 {
     struct serve_state *st = ctx;
     ev_break(st->loop, EVBREAK_ALL);
@@ -120,7 +70,7 @@ static void on_signal(struct ev_loop *loop, int sig, void *ctx)
     if (st->stopping) return;
     st->stopping = 1;
     log_info("serve: %s: stopping", strsignal(sig));
-    server_stop(&st->srv, on_drained, st);
+    api_stop(&st->api, on_stopped, st);
 }
 
 static int parse_args(int argc, char **argv, int *help)
@@ -151,12 +101,10 @@ static int serve_prepare(int argc, char **argv, struct serve_state *st)
         fputs(serve_usage, stdout);
         return 1;
     }
-    if (read_config(&st->cfg, st->token.len > 0, err) < 0) {
+    if (api_config_read(&st->cfg, st->token.value, err) < 0) {
         log_error("%s", err);
         return -1;
     }
-    st->routes.token = st->token.len ? st->token.value : NULL;
-    st->routes.token_len = st->token.len;
     io_cloexec_inherited();
     st->loop = ev_default_loop(EVFLAG_AUTO);
     if (!st->loop) {
@@ -171,34 +119,21 @@ static int serve_prepare(int argc, char **argv, struct serve_state *st)
     return 0;
 }
 
-static int serve_listen(struct serve_state *st)
-{
-    char err[ERR_LEN];
-    struct server_app app;
-    int fd = listen_open(&st->cfg.addr, err);
-    if (fd < 0) {
-        log_error("serve: cannot listen on %s: %s", st->cfg.listen, err);
-        return -1;
-    }
-    routes_app(&st->routes, &app);
-    server_start(&st->srv, st->loop, fd, !st->cfg.addr.is_unix, st->cfg.max_conns,
-                 st->cfg.timeout, &app);
-    log_info("serve: listening on %s", st->cfg.listen);
-    return 0;
-}
-
 int serve_main(int argc, char **argv)
 {
     static struct serve_state st; /* one per process; the server lives as long */
     memset(&st, 0, sizeof st);
+    char err[ERR_LEN];
     int r = serve_prepare(argc, argv, &st);
-    if (r == 0 && serve_listen(&st) < 0) r = -1;
+    if (r == 0 && api_start(&st.api, st.loop, &st.cfg, st.token.value, err) < 0) {
+        log_error("%s", err);
+        r = -1;
+    }
     if (r == 0) {
         ev_run(st.loop, 0);
         if (!st.stopping) log_error("serve: nothing left to wait for; exiting");
-        if (st.cfg.addr.is_unix) (void)unlink(st.cfg.addr.path);
-        log_info("serve: stopped");
     }
+    api_free(&st.api);
     if (st.loop) pid1_stop(st.loop);
     free(st.nonce.value);
     free(st.token.value);

@@ -13,6 +13,7 @@
  */
 #include "agent/session/session.h"
 #include "agent/session/state.h"
+#include "agent/api/api.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
@@ -47,6 +48,8 @@ static const char session_usage[] =
     "  " ENV_RESTART_BASE " restart delays are this times 1, 4, 16, 64 (default 1)\n"
     "  " ENV_QUEUE_MAX " requests held while the handler restarts (default 1024)\n"
     "  " ENV_SIGNAL_TARGET " 'group' (default) or 'child': where other signals go\n"
+    "  " ENV_LISTEN " also serve the envd API there (the variables of\n"
+    "      `serve --help` apply)\n"
     "  " ENV_LOG "      debug | info | warn (default warn)\n"
     "\n"
     "exit status: 0 after SIGTERM/SIGINT, 126/127 when HANDLER cannot be run,\n"
@@ -153,6 +156,53 @@ static void h_exit(void *ctx, int status)
 
 static const struct handler_ops ops = {pump_reply, pump_reply_too_large, pump_writable, h_started, h_exit};
 
+/* ---- the API beside the handler (SANDBOX_AGENT_LISTEN) --------------------- */
+
+static struct {
+    int on;
+    struct api api;
+    struct nonce token;
+} side;
+
+/* Returns 0, or -1 with err. */
+static int serve_start(struct session *s, char *err)
+{
+    const char *why;
+    struct api_config cfg;
+    if (!api_wanted()) return 0;
+    if (secret_take(ENV_TOKEN, &side.token, &why) < 0) {
+        err_set(err, "%s", why);
+        return -1;
+    }
+    if (api_config_read(&cfg, side.token.value, err) < 0 ||
+        api_start(&side.api, s->loop, &cfg, side.token.value, err) < 0)
+        return -1;
+    side.on = 1;
+    return 0;
+}
+
+static void on_api_stopped(void *ctx) { ev_break(ctx, EVBREAK_ALL); }
+
+/* The session is over: so is the API (its processes stopped, its streams ended). */
+static void serve_finish(struct session *s)
+{
+    if (side.on) {
+        api_stop(&side.api, on_api_stopped, s->loop);
+        while (!side.api.done) ev_run(s->loop, 0);
+        api_free(&side.api);
+        side.on = 0;
+    }
+    free(side.token.value);
+    side.token.value = NULL;
+}
+
+/* SIGTERM/SIGINT stop the API's processes along with the handler. */
+static void on_signal(struct ev_loop *loop, int sig, void *ctx)
+{
+    if ((sig == SIGTERM || sig == SIGINT) && side.on) api_stop(&side.api, NULL, NULL);
+    shutdown_on_signal(loop, sig, ctx);
+}
+
 /* ---- wiring ---------------------------------------------------------------- */
 
 /* The loop, the tables, the buffers, the signals. -1 with err. */
@@ -171,10 +221,10 @@ static int setup(struct session *s, char *err)
     output_init(s);
     buf_init(&s->tmp, 64 * 1024);
     reaper_init(s->loop);
-    if (pid1_init(s->loop, shutdown_on_signal, s, err) < 0) return -1;
+    if (pid1_init(s->loop, on_signal, s, err) < 0) return -1;
     pump_start(s);
     shutdown_init(s);
-    return 0;
+    return serve_start(s, err);
 }
 
 /* Safe at every stage of set-up: what was not made is all zero. */
@@ -227,6 +277,7 @@ static int run(struct session *s)
     ev_run(s->loop, 0);
     if (!s->done) log_error("session: nothing left to wait for; exiting"); /* a bug: never spin */
     pump_stop(s);
+    serve_finish(s);
     /* As PID 1 the kernel kills everything left when we exit; do it now so
      * nothing of the handler outlives the last reply line. */
     if (pid1_is_init()) kill(-1, SIGKILL);
@@ -258,7 +309,10 @@ static int configure_and_run(struct session *s, int argc, char **argv)
         log_error("%s", err);
         return EXIT_USAGE;
     }
-    if (start(s, cmd, base, path, &code) < 0) return code;
+    if (start(s, cmd, base, path, &code) < 0) {
+        serve_finish(s);
+        return code;
+    }
     return run(s);
 }
 

@@ -16,6 +16,7 @@
 #include "runner/run/result.h"
 #include "runner/run/sentinel.h"
 #include "runner/run/webhook.h"
+#include "agent/api/api.h"
 #include "agent/core/err.h"
 #include "agent/core/errpipe.h"
 #include "agent/core/io.h"
@@ -56,6 +57,8 @@ static const char run_usage[] =
     "  " ENV_GRACE " seconds between SIGTERM/SIGINT and SIGKILL (default 5)\n"
     "  " ENV_SIGNAL_TARGET " 'group' (default) or 'child'\n"
     "  " ENV_REPORT " how long a stalled stdout may hold the sentinel (default 30)\n"
+    "  " ENV_LISTEN " also serve the envd API there while the job runs\n"
+    "      (the variables of `serve --help` apply)\n"
     "  " ENV_LOG "          debug | info | warn (default warn)\n"
     "\n"
     "exit status: the job's, 128+N if signal N killed it, 126 not executable,\n"
@@ -80,6 +83,9 @@ struct run_state {
     double report_bound; /* SANDBOX_AGENT_REPORT_SECONDS */
     struct report report;
     struct drain drain;
+    int serving;         /* the API beside the job (SANDBOX_AGENT_LISTEN) */
+    struct api api;
+    struct nonce token;
 };
 
 static void on_grace_expired(struct ev_loop *loop, struct stop *s, void *ctx)
@@ -109,6 +115,7 @@ static void on_signal(struct ev_loop *loop, int sig, void *ctx)
         log_info("signal %d dropped (" ENV_SIGNAL_REWRITE ")", sig);
         return;
     }
+    if ((sig == SIGTERM || sig == SIGINT) && st->serving) api_stop(&st->api, NULL, NULL);
     if (sig == SIGTERM || sig == SIGINT)
         stop_begin(loop, &st->stop, st->child, out, st->cfg.to_group, st->cfg.grace);
     else
@@ -123,6 +130,40 @@ static void on_child_exit(struct ev_loop *loop, pid_t pid, int status, void *ctx
     st->status = status;
     stop_cancel(loop, &st->stop);
     ev_break(loop, EVBREAK_ALL);
+}
+
+/* With SANDBOX_AGENT_LISTEN, the API serves beside the job on the same loop
+ * (README "sandbox-agent serve"). Returns 0, or -1 (logged). */
+static int run_serve_start(struct run_state *st)
+{
+    char err[ERR_LEN];
+    const char *why;
+    struct api_config cfg;
+    if (!api_wanted()) return 0;
+    if (secret_take(ENV_TOKEN, &st->token, &why) < 0) {
+        log_error("%s", why);
+        return -1;
+    }
+    if (api_config_read(&cfg, st->token.value, err) < 0 ||
+        api_start(&st->api, st->loop, &cfg, st->token.value, err) < 0) {
+        log_error("%s", err);
+        return -1;
+    }
+    st->serving = 1;
+    return 0;
+}
+
+static void on_api_stopped(void *ctx) { ev_break(ctx, EVBREAK_ALL); }
+
+/* The job is over: so is the API (its processes stopped, its streams ended). */
+static void run_serve_finish(struct run_state *st)
+{
+    if (st->serving) {
+        api_stop(&st->api, on_api_stopped, st->loop);
+        while (!st->api.done) ev_run(st->loop, 0);
+        api_free(&st->api);
+    }
+    free(st->token.value);
 }
 
 /* Step 1 of the contract: the result directory, or the fallback path. */
@@ -233,7 +274,7 @@ static int run_prepare(int argc, char **argv, struct run_state *st, struct run_o
         log_error("%s", err);
         return -1;
     }
-    return 0;
+    return run_serve_start(st);
 }
 
 /* The job's stdout goes through us unless it is a terminal: the job must
@@ -394,9 +435,13 @@ static int run_job(int argc, char **argv, struct run_owned *own)
     struct run_state st;
     memset(&st, 0, sizeof st);
     int r = run_prepare(argc, argv, &st, own);
-    if (r != 0) return r > 0 ? 0 : EXIT_USAGE;
+    if (r != 0) {
+        free(st.token.value);
+        return r > 0 ? 0 : EXIT_USAGE;
+    }
     int exit_code = run_start(&st);
     if (exit_code < 0) exit_code = run_supervise(&st);
+    run_serve_finish(&st);
     run_report(&st, exit_code, &own->nonce);
     if (st.relaying) relay_close(&st.relay);
     errpipe_close(&st.err);

@@ -236,9 +236,9 @@ def test_routes_and_methods(serve):
     a = serve()
     r = call(a, "POST", "/process.Process/Nope", {"Content-Type": "application/json"}, b"{}")
     assert r.status == 501 and r.json()["code"] == "unimplemented"
-    # Known but not wired yet: the same answer.
+    # A wired one answers.
     r = call(a, "POST", "/process.Process/List", {"Content-Type": "application/json"}, b"{}")
-    assert r.status == 501 and r.json()["code"] == "unimplemented"
+    assert r.status == 200 and r.json() == {"processes": []}
     r = call(a, "POST", "/other.Service/Method", {"Content-Type": "application/json"}, b"{}")
     assert r.json()["code"] == "unimplemented"
     r = call(a, "GET", "/nowhere")

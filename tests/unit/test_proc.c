@@ -409,6 +409,75 @@ static void test_subscribers_and_slow_reader(void **st)
     proc_table_free(t);
 }
 
+/* A reader that reads the end as it is told (a stream sending its end
+ * event), then leaves. */
+static void on_ready_forget(struct proc_sub *s, void *ctx)
+{
+    struct counter *c = ctx;
+    c->calls++;
+    if (!proc_end(s->p)) return;
+    c->saw_end = 1;
+    proc_forget(s->p);
+    proc_unsubscribe(s);
+}
+
+static void test_forget_while_ending_and_with_readers(void **st)
+{
+    (void)st;
+    struct proc_table *t = table(4096, 16, NULL);
+    /* Read as it ends: never kept. */
+    struct proc *p = start_sh(t, "echo x");
+    pid_t pid = proc_pid(p);
+    struct counter c = {0};
+    proc_subscribe(p, &c.sub, on_ready_forget, &c);
+    run_until(saw_end, &c);
+    assert_null(proc_by_pid(t, pid));
+    assert_null(proc_first(t));
+    /* Read by one of two readers: kept until the other leaves too. */
+    p = start_sh(t, "echo y");
+    pid = proc_pid(p);
+    struct counter first = {0}, other = {.stay = 1};
+    proc_subscribe(p, &other.sub, on_ready, &other);
+    proc_subscribe(p, &first.sub, on_ready_forget, &first);
+    run_until(saw_end, &first);
+    assert_ptr_equal(proc_by_pid(t, pid), p);
+    assert_string_equal(output(p, PROC_STDOUT), "y\n");
+    proc_unsubscribe(&other.sub);
+    assert_null(proc_by_pid(t, pid));
+    proc_table_free(t);
+}
+
+static void test_env_builder(void **st)
+{
+    (void)st;
+    char *base[] = {"A=1", "HOME=/old", "PWD=/stale", NULL};
+    struct proc_table *t = table(4096, 16, base);
+    struct user_info u;
+    user_self("/nonexistent", "/nonexistent", &u);
+    snprintf(u.home, sizeof u.home, "/home/x");
+    snprintf(u.name, sizeof u.name, "x");
+    char *req[] = {"A=2", "B=3", NULL};
+    char **env = proc_env(t, &u, "/work", req);
+    assert_non_null(env);
+    const char *want[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                          "HOME=/home/x", "USER=x", "LOGNAME=x", "SHELL=/bin/sh", "PWD=/work", "A=2",
+                          "B=3", NULL};
+    for (size_t i = 0; want[i]; i++) {
+        if (!env[i]) fail_msg("missing %s", want[i]);
+        assert_string_equal(env[i], want[i]);
+    }
+    proc_env_free(env);
+    proc_table_free(t);
+    /* A base PATH wins over a login's. */
+    char *base2[] = {"PATH=/mine", NULL};
+    t = table(4096, 16, base2);
+    env = proc_env(t, NULL, NULL, NULL);
+    assert_string_equal(env[0], "PATH=/mine");
+    assert_null(env[1]);
+    proc_env_free(env);
+    proc_table_free(t);
+}
+
 static void test_finished_cap(void **st)
 {
     (void)st;
@@ -577,6 +646,8 @@ int main(void)
         cmocka_unit_test(test_tags),
         cmocka_unit_test(test_subscribers_and_slow_reader),
         cmocka_unit_test(test_finished_cap),
+        cmocka_unit_test(test_forget_while_ending_and_with_readers),
+        cmocka_unit_test(test_env_builder),
         cmocka_unit_test(test_env_and_cwd),
         cmocka_unit_test(test_user_switch),
         cmocka_unit_test(test_shutdown),

@@ -35,6 +35,7 @@ static struct {
     size_t sent, target;  /* Flood: bytes of messages queued, and how many to send */
     int paused;           /* rpc_send returned 0 */
     int cancelled, keepalives, stopped;
+    int msgs, sum, released; /* Sum, the client stream */
     struct rpc_call *open; /* a call left open by Hold */
 } h;
 
@@ -98,7 +99,36 @@ static void hold_start(struct rpc_call *call, const cJSON *msg)
     rpc_send(call, "{\"start\":{}}", 12);
 }
 
+/* Sum: a client stream adding each message's "n"; "fail" refuses at once. */
+static void sum_message(struct rpc_call *call, const cJSON *msg, void *ctx)
+{
+    h.msgs++;
+    if (cJSON_GetObjectItem(msg, "fail")) {
+        rpc_fail(call, RPC_FAILED_PRECONDITION, "refused");
+        return;
+    }
+    const cJSON *n = cJSON_GetObjectItem(msg, "n");
+    if (cJSON_IsNumber(n)) h.sum += n->valueint;
+}
+
+static void sum_end(struct rpc_call *call, void *ctx)
+{
+    char out[64];
+    int k = snprintf(out, sizeof out, "{\"sum\":%d}", h.sum);
+    rpc_reply(call, out, (size_t)k);
+}
+
+static void sum_release(void *ctx) { h.released++; }
+
+static void sum_start(struct rpc_call *call, const cJSON *msg)
+{
+    assert_null(msg);
+    struct rpc_hooks hk = {.message = sum_message, .input_end = sum_end, .release = sum_release};
+    rpc_set_hooks(call, &hk);
+}
+
 static const struct rpc_method methods[] = {
+    {"/test.T/Sum", RPC_KIND_CLIENT_STREAM, sum_start},
     {"/test.T/Echo", RPC_KIND_UNARY, echo_start},
     {"/test.T/Missing", RPC_KIND_UNARY, missing_start},
     {"/test.T/Flood", RPC_KIND_STREAM, flood_start},
@@ -454,6 +484,87 @@ static void test_keepalive(void **state)
     assert_int_equal(h.cancelled, 1);
 }
 
+static int chunked_head(struct world *w, const char *method)
+{
+    char req[256];
+    int k = snprintf(req, sizeof req, "POST %s HTTP/1.1\r\nContent-Type: " CONNECT_CT_STREAM
+                     "\r\nTransfer-Encoding: chunked\r\n\r\n", method);
+    return client(w, req, (size_t)k);
+}
+
+/* One chunk holding the envelope of json, or its first `cut` bytes (0: all). */
+static void send_envelope(int fd, const char *json, size_t cut)
+{
+    struct buf env, ch;
+    buf_init(&env, 4096);
+    buf_init(&ch, 8192);
+    connect_envelope_put(&env, 0, json, strlen(json));
+    size_t n = cut ? cut : env.len;
+    buf_printf(&ch, "%zx\r\n", n);
+    buf_append(&ch, env.data, n);
+    buf_puts(&ch, "\r\n");
+    assert_int_equal(send(fd, ch.data, ch.len, 0), (ssize_t)ch.len);
+    buf_free(&env);
+    buf_free(&ch);
+}
+
+static void test_client_stream(void **state)
+{
+    struct world *w = *state;
+    struct resp r;
+    size_t data, bytes;
+    resp_init(&r);
+    int fd = chunked_head(w, "/test.T/Sum");
+    send_envelope(fd, "{\"n\":2}", 0);
+    pump(w, fd, &r, 1, 0.2);
+    assert_int_equal(h.msgs, 1); /* acted on before the body ends */
+    assert_int_equal(r.status, 0);
+    send_envelope(fd, "{\"n\":40}", 0);
+    assert_int_equal(send(fd, "0\r\n\r\n", 5, 0), 5);
+    pump(w, fd, &r, 1, 5);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.ctype, CONNECT_CT_STREAM);
+    assert_string_equal(envelopes(&r.body, &data, &bytes), "{}");
+    assert_int_equal(data, 1);
+    assert_memory_equal(r.body.data + CONNECT_ENVELOPE_HEAD, "{\"sum\":42}", 10);
+    assert_int_equal(h.released, 1);
+    buf_free(&r.body);
+    close(fd);
+
+    /* Refused mid-body: the error at once, the rest read and dropped. */
+    resp_init(&r);
+    h.msgs = 0;
+    fd = chunked_head(w, "/test.T/Sum");
+    send_envelope(fd, "{\"fail\":1}", 0);
+    send_envelope(fd, "{\"n\":1}", 0);
+    assert_int_equal(send(fd, "0\r\n\r\n", 5, 0), 5);
+    pump(w, fd, &r, 1, 5);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(envelopes(&r.body, &data, &bytes), "failed_precondition"));
+    assert_int_equal(data, 0);
+    assert_int_equal(h.msgs, 1);
+    assert_int_equal(h.released, 2);
+    buf_free(&r.body);
+    close(fd);
+
+    /* A body that ends inside an envelope; a client that leaves mid-body. */
+    resp_init(&r);
+    fd = chunked_head(w, "/test.T/Sum");
+    send_envelope(fd, "{\"n\":1}", 3);
+    assert_int_equal(send(fd, "0\r\n\r\n", 5, 0), 5);
+    pump(w, fd, &r, 1, 5);
+    assert_non_null(strstr(envelopes(&r.body, &data, &bytes), "invalid_argument"));
+    buf_free(&r.body);
+    close(fd);
+    fd = chunked_head(w, "/test.T/Sum");
+    send_envelope(fd, "{\"n\":1}", 0);
+    pump(w, fd, NULL, 0, 0.1);
+    close(fd);
+    pump(w, -1, NULL, 0, 0.2);
+    assert_int_equal(h.released, 4);
+    assert_int_equal(rpc_open_calls(), 0);
+}
+
 static void test_stop_ends_streams(void **state)
 {
     struct world *w = *state;
@@ -493,6 +604,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stream_deadline_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_ends_streams, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_stream, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

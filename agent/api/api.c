@@ -1,0 +1,207 @@
+/*
+ * api.c - the API service's configuration, start and stop (see api.h).
+ */
+#include "agent/api/api.h"
+#include "agent/api/procrpc.h"
+#include "agent/core/err.h"
+#include "agent/core/log.h"
+#include "agent/core/num.h"
+#include "agent/core/pid1.h"
+#include "agent/core/protocol.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* After the grace, the processes' ends are waited for this much longer
+ * (SIGKILL has gone out; only an unkillable process takes longer). */
+#define STOP_SLACK_SECONDS 2.0
+
+int api_wanted(void)
+{
+    const char *v = getenv(ENV_LISTEN);
+    return v && *v;
+}
+
+static int read_count(const char *name, uint64_t max, uint64_t dflt, uint64_t *out, char *err)
+{
+    const char *v = getenv(name);
+    *out = dflt;
+    if (v && *v && (num_count(v, max, out) < 0 || *out == 0)) {
+        err_set(err, "%s must be a count from 1 to %llu, not '%.40s'", name,
+                (unsigned long long)max, v);
+        return -1;
+    }
+    return 0;
+}
+
+static int read_listen(struct api_config *cfg, int has_token, char *err)
+{
+    const char *v = getenv(ENV_LISTEN);
+    cfg->listen = v && *v ? v : has_token ? DEFAULT_LISTEN_PUBLIC : DEFAULT_LISTEN_LOCAL;
+    if (listen_parse(cfg->listen, &cfg->addr, err) < 0) {
+        char why[ERR_LEN];
+        memcpy(why, err, ERR_LEN);
+        err_set(err, ENV_LISTEN ": %s", why);
+        return -1;
+    }
+    const char *ins = getenv(ENV_INSECURE);
+    int warn;
+    if (listen_check(cfg->listen, &cfg->addr, has_token, ins && !strcmp(ins, "1"), &warn, err) < 0)
+        return -1;
+    if (warn)
+        log_warn("serve: " ENV_INSECURE "=1: serving %s with no token; anyone who reaches it "
+                 "can run commands here", cfg->listen);
+    return 0;
+}
+
+/* SANDBOX_AGENT_USER: a user of passwd, and one the agent may become. */
+static int read_user(struct api_config *cfg, char *err)
+{
+    struct user_info u;
+    const char *v = getenv(ENV_USER);
+    cfg->user = v && *v ? v : NULL;
+    if (!cfg->user) return 0;
+    char why[ERR_LEN];
+    if (user_lookup(cfg->user, USER_PASSWD, USER_GROUP, &u, why) < 0) {
+        err_set(err, ENV_USER ": %s", why);
+        return -1;
+    }
+    if (geteuid() != 0 && u.uid != geteuid()) {
+        err_set(err, ENV_USER ": running as '%s' needs the agent to run as root", cfg->user);
+        return -1;
+    }
+    return 0;
+}
+
+int api_config_read(struct api_config *cfg, const char *token, char *err)
+{
+    uint64_t n;
+    struct pid1_config pc;
+    memset(cfg, 0, sizeof *cfg);
+    if (read_listen(cfg, token && *token, err) < 0) return -1;
+    if (read_count(ENV_MAX_CONNECTIONS, 1000000, DEFAULT_MAX_CONNECTIONS, &n, err) < 0) return -1;
+    cfg->max_conns = (unsigned)n;
+    cfg->timeout = DEFAULT_HTTP_TIMEOUT;
+    const char *v = getenv(ENV_HTTP_TIMEOUT);
+    if (v && *v && (num_seconds(v, NUM_MAX_SECONDS, &cfg->timeout) < 0 || cfg->timeout <= 0)) {
+        err_set(err, ENV_HTTP_TIMEOUT " must be a number of seconds above 0, not '%.40s'", v);
+        return -1;
+    }
+    if (proc_table_opts_env(&cfg->procs, err) < 0 || pid1_config_read(&pc, err) < 0) return -1;
+    cfg->procs.grace = pc.grace;
+    return read_user(cfg, err);
+}
+
+/* ---- the stop ---- */
+
+static void on_drained(struct server *s, void *ctx)
+{
+    struct api *a = ctx;
+    a->done = 1;
+    ev_timer_stop(a->loop, &a->bound_w);
+    log_info("serve: stopped");
+    if (a->on_done) a->on_done(a->done_ctx);
+}
+
+/* Every process has ended (or the bound passed): end the streams, close
+ * the connections. */
+static void on_step(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct api *a = w->data;
+    ev_timer_stop(loop, &a->bound_w);
+    server_stop(&a->srv, on_drained, a);
+}
+
+static void on_bound(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct api *a = w->data;
+    log_warn("serve: %zu processes still running %.3g s after the stop; closing anyway",
+             proc_table_running(a->t), a->cfg.procs.grace + STOP_SLACK_SECONDS);
+    on_step(loop, &a->step_w, 0);
+}
+
+/* Not under the table's callback: the next step runs from the loop. */
+static void step_soon(struct api *a)
+{
+    if (!ev_is_active(&a->step_w)) ev_timer_start(a->loop, &a->step_w);
+}
+
+static void on_proc_end(struct proc *p, void *ctx)
+{
+    struct api *a = ctx;
+    if (a->stopping && proc_table_running(a->t) == 0) step_soon(a);
+}
+
+void api_stop(struct api *a, api_done_fn done, void *ctx)
+{
+    if (done) {
+        a->on_done = done;
+        a->done_ctx = ctx;
+    }
+    if (a->stopping) {
+        if (a->done && done) done(ctx);
+        return;
+    }
+    a->stopping = 1;
+    if (!a->started) { /* nothing to stop */
+        a->done = 1;
+        if (done) done(ctx);
+        return;
+    }
+    server_close_listener(&a->srv);
+    proc_table_shutdown(a->t, a->cfg.procs.grace);
+    if (proc_table_running(a->t) == 0) {
+        step_soon(a);
+        return;
+    }
+    log_info("serve: stopping %zu processes", proc_table_running(a->t));
+    ev_timer_set(&a->bound_w, a->cfg.procs.grace + STOP_SLACK_SECONDS, 0);
+    ev_timer_start(a->loop, &a->bound_w);
+}
+
+/* ---- the start ---- */
+
+int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
+              const char *token, char *err)
+{
+    struct server_app app;
+    char why[ERR_LEN];
+    memset(a, 0, sizeof *a);
+    a->loop = loop;
+    a->cfg = *cfg;
+    a->cfg.procs.on_end = on_proc_end;
+    a->cfg.procs.ctx = a;
+    a->routes.token = token && *token ? token : NULL;
+    a->routes.token_len = a->routes.token ? strlen(token) : 0;
+    ev_timer_init(&a->step_w, on_step, 0., 0.);
+    ev_timer_init(&a->bound_w, on_bound, 0., 0.);
+    a->step_w.data = a->bound_w.data = a;
+    if (!(a->t = proc_table_new(loop, &a->cfg.procs, err))) return -1;
+    int fd = listen_open(&a->cfg.addr, why);
+    if (fd < 0) {
+        err_set(err, "serve: cannot listen on %s: %s", a->cfg.listen, why);
+        proc_table_free(a->t);
+        a->t = NULL;
+        return -1;
+    }
+    procrpc_init(a->t, a->cfg.user);
+    routes_app(&a->routes, &app);
+    server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout, &app);
+    a->started = 1;
+    log_info("serve: listening on %s", a->cfg.listen);
+    return 0;
+}
+
+void api_free(struct api *a)
+{
+    if (!a->started) return;
+    ev_timer_stop(a->loop, &a->step_w);
+    ev_timer_stop(a->loop, &a->bound_w);
+    server_close_listener(&a->srv);
+    if (a->cfg.addr.is_unix) (void)unlink(a->cfg.addr.path);
+    procrpc_init(NULL, NULL);
+    proc_table_free(a->t);
+    a->t = NULL;
+    a->started = 0;
+}
