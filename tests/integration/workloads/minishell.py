@@ -22,7 +22,10 @@ if pid == 0:
     for s in (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
         signal.signal(s, signal.SIG_DFL)
     os.execv(sys.argv[1], sys.argv[1:])
-os.setpgid(pid, pid)
+try:
+    os.setpgid(pid, pid)
+except PermissionError:  # the child has already exec'd, after its own setpgid
+    pass
 os.tcsetpgrp(0, pid)
 
 while True:
