@@ -123,9 +123,14 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
         if (n <= 0) return; /* EAGAIN: drained */
         for (ssize_t i = 0; i < n / (ssize_t)sizeof si[0]; i++, handed++) {
             int sig = (int)si[i].ssi_signo;
-            log_debug("caught signal %d (%s) from pid %u", sig, strsignal(sig), si[i].ssi_pid);
+            if (log_enabled(LOG_DEBUG))
+                log_debug("caught signal %d (%s) from pid %u", sig, strsignal(sig), si[i].ssi_pid);
             catcher.fn(loop, sig, catcher.ctx);
         }
+        /* Fewer than asked for: drained as of this read. One that comes
+         * later keeps the fd readable (level-triggered), so no read that
+         * can only say EAGAIN on the forwarding path. */
+        if ((size_t)n < sizeof si) return;
     }
 }
 

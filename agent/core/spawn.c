@@ -125,7 +125,9 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
 
     *exec_errno = 0;
     if (pipe2(pfd, O_CLOEXEC) < 0) {
-        err_set(err, "pipe: %s", strerror(errno));
+        int e = errno;
+        err_set(err, "pipe: %s", strerror(e));
+        errno = e;
         return -1;
     }
     /* Block everything across fork so no handler runs in the child. */
@@ -141,6 +143,7 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
     if (pid < 0) {
         close(pfd[0]);
         err_set(err, "fork: %s", strerror(fork_errno));
+        errno = fork_errno;
         return -1;
     }
     /* Both sides set the group, so it exists before either relies on it.
@@ -178,59 +181,31 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
 {
     (void)revents;
     struct reaper_watch *rw = (struct reaper_watch *)w;
-    /* One status per watcher: stop before the callback may reuse it. */
-    ev_child_stop(loop, w);
+    /* One exit per watcher: stop before the callback may reuse it. A stop
+     * or continue (traced watchers only) leaves it watching. */
+    if (!WIFSTOPPED(w->rstatus) && !WIFCONTINUED(w->rstatus)) ev_child_stop(loop, w);
     rw->fn(loop, w->rpid, w->rstatus, rw->ctx);
+}
+
+static void watch(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reaper_fn fn, void *ctx, int trace)
+{
+    rw->fn = fn;
+    rw->ctx = ctx;
+    ev_child_init(&rw->w, on_child, pid, trace);
+    ev_child_start(loop, &rw->w);
 }
 
 void reaper_watch(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reaper_fn fn, void *ctx)
 {
-    rw->fn = fn;
-    rw->ctx = ctx;
-    ev_child_init(&rw->w, on_child, pid, 0);
-    ev_child_start(loop, &rw->w);
+    watch(loop, rw, pid, fn, ctx, 0);
+}
+
+void reaper_watch_traced(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reaper_fn fn, void *ctx)
+{
+    watch(loop, rw, pid, fn, ctx, 1);
 }
 
 void reaper_unwatch(struct ev_loop *loop, struct reaper_watch *rw) { ev_child_stop(loop, &rw->w); }
-
-static int kill_listed_children(void)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    int count = 0;
-    for (char *p = buf, *end; *p; p = end) {
-        long pid = strtol(p, &end, 10);
-        if (end == p) break;
-        if (pid > 1 && kill((pid_t)pid, SIGKILL) == 0) count++;
-    }
-    return count;
-}
-
-static void on_round(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    (void)w;
-    (void)revents;
-    ev_break(loop, EVBREAK_ONE);
-}
-
-void reaper_kill_children(struct ev_loop *loop)
-{
-    /* A killed child's own children are reparented to us only once it has
-     * died, so this goes in rounds; 100 rounds of 10 ms bound it. */
-    ev_timer t;
-    ev_timer_init(&t, on_round, 0.01, 0.);
-    for (int round = 0; round < 100 && kill_listed_children() > 0; round++) {
-        ev_timer_start(loop, &t);
-        ev_run(loop, 0); /* reaps what died, then the timer ends the round */
-        ev_timer_stop(loop, &t);
-    }
-}
 
 static ev_child any_child;
 

@@ -40,7 +40,8 @@ struct spawn_opts {
  * the child has then exited with 127 (ENOENT) or 126 (anything else), as a
  * shell would. A failed chdir, setgroups/setgid/setuid or TIOCSCTTY is
  * reported the same way (its errno, exit 126 or 127). Returns -1 with a
- * message in err (ERR_LEN bytes) when no child could be made.
+ * message in err (ERR_LEN bytes) and errno set (EAGAIN: no process slot
+ * free) when no child could be made.
  */
 pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err);
 
@@ -70,12 +71,10 @@ struct reaper_watch {
 /* Hand the exit status of pid to fn, once. Start it before the loop runs
  * again after the fork, so no status is missed. */
 void reaper_watch(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reaper_fn fn, void *ctx);
+/* The same, and also hand fn each stop and continue of pid (WIFSTOPPED,
+ * WIFCONTINUED statuses; job control), until its exit. */
+void reaper_watch_traced(struct ev_loop *loop, struct reaper_watch *rw, pid_t pid, reaper_fn fn, void *ctx);
 void reaper_unwatch(struct ev_loop *loop, struct reaper_watch *rw);
-
-/* SIGKILL every child of ours (as a subreaper: the orphans of what we ran),
- * and theirs as they are reparented to us, reaping as they go; gives up
- * after a bounded number of rounds. */
-void reaper_kill_children(struct ev_loop *loop);
 
 /* Log (at debug) every reaped process without its own watcher: orphans. */
 void reaper_init(struct ev_loop *loop);

@@ -12,11 +12,13 @@
 #include "runner/run/run.h"
 #include "runner/run/drain.h"
 #include "runner/run/entry.h"
+#include "runner/run/jobctl.h"
 #include "runner/run/report.h"
 #include "runner/run/result.h"
 #include "runner/run/sentinel.h"
 #include "runner/run/webhook.h"
 #include "agent/api/api.h"
+#include "agent/core/descendants.h"
 #include "agent/core/err.h"
 #include "agent/core/errpipe.h"
 #include "agent/core/io.h"
@@ -35,7 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char run_usage[] =
@@ -86,7 +88,11 @@ struct run_state {
     int serving;         /* the API beside the job (SANDBOX_AGENT_LISTEN) */
     struct api api;
     struct nonce token;
+    struct jobctl jc;    /* the terminal and job-control stops */
 };
+
+/* How long the leftovers of the job get to die before the webhook. */
+#define LEFTOVERS_KILL_SECONDS 2.0
 
 static void on_grace_expired(struct ev_loop *loop, struct stop *s, void *ctx)
 {
@@ -94,7 +100,9 @@ static void on_grace_expired(struct ev_loop *loop, struct stop *s, void *ctx)
     (void)s;
     struct run_state *st = ctx;
     /* The whole group: a shell that forwards nothing must not leave its
-     * children running. stop.c kills the leader too, in case it left. */
+     * children running. stop.c kills the leader too, in case it left. A job
+     * that stopped the terminal's output must not block the log line. */
+    jobctl_flow_on();
     log_warn("job still running %.3g s after the stop signal; sending SIGKILL", st->cfg.grace);
 }
 
@@ -109,23 +117,32 @@ static void on_signal(struct ev_loop *loop, int sig, void *ctx)
      * requests to stop: the job gets the grace period to exit by itself, and
      * SIGCONT, since a stopped job (SIGSTOP, Ctrl-Z) could otherwise only ever
      * end in SIGKILL. A second one is forwarded again but does not restart
-     * the clock. Every other signal is only passed on. */
+     * the clock. The terminal's stop signals stop the agent too, after the
+     * job (jobctl.h), and SIGCONT gives the job its terminal back first.
+     * Every other signal is only passed on. */
     int out = rewrite_apply(&st->cfg.rewrite, sig);
     if (!out) {
         log_info("signal %d dropped (" ENV_SIGNAL_REWRITE ")", sig);
         return;
     }
     if ((sig == SIGTERM || sig == SIGINT) && st->serving) api_stop(&st->api, NULL, NULL);
+    if (sig == SIGCONT) jobctl_continued(&st->jc);
     if (sig == SIGTERM || sig == SIGINT)
         stop_begin(loop, &st->stop, st->child, out, st->cfg.to_group, st->cfg.grace);
     else
         pid1_forward(&st->cfg, st->child, sig);
+    if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) jobctl_signal_stop(&st->jc);
 }
 
 static void on_child_exit(struct ev_loop *loop, pid_t pid, int status, void *ctx)
 {
     (void)pid;
     struct run_state *st = ctx;
+    if (WIFSTOPPED(status)) {
+        jobctl_job_stopped(&st->jc);
+        return;
+    }
+    if (WIFCONTINUED(status)) return;
     st->exited = 1;
     st->status = status;
     stop_cancel(loop, &st->stop);
@@ -314,7 +331,7 @@ static int run_start(struct run_state *st)
     int out_fd = relay_setup(st);
     /* With a controlling terminal in the foreground, hand it to the job so
      * Ctrl-C and job control reach it, as in a shell. */
-    int tty_fd = (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp()) ? STDIN_FILENO : -1;
+    int tty_fd = jobctl_init(&st->jc);
 
     struct spawn_opts so = {.argv = st->cmd, .new_pgrp = 1, .tty_fd = tty_fd, .stdin_fd = -1,
                             .stdout_fd = out_fd, .stderr_fd = errpipe_child_fd(&st->err), .cwd = NULL};
@@ -329,7 +346,8 @@ static int run_start(struct run_state *st)
         return EXIT_NOEXEC;
     }
     if (st->exec_errno) log_error("cannot run '%s': %s", st->cmd[0], spawn_exec_reason(st->exec_errno));
-    reaper_watch(st->loop, &st->rw, st->child, on_child_exit, st);
+    jobctl_started(&st->jc, st->child);
+    reaper_watch_traced(st->loop, &st->rw, st->child, on_child_exit, st);
     log_debug("job started as pid %d", (int)st->child);
     return -1;
 }
@@ -343,17 +361,20 @@ static int run_supervise(struct run_state *st)
     return exit_code;
 }
 
-/* As PID 1 the kernel kills everything left when we exit. Do it now, so no
- * leftover process of the job lives alongside the webhook POST. As a
+/* As PID 1 the kernel kills everything left when we exit. Do it now, and
+ * wait until it is reaped, so no leftover process of the job lives alongside
+ * the webhook POST nor holds the process slot its helper needs. As a
  * subreaper, leftovers are left running like tini does, except before an
  * https webhook: curl is a fresh, dumpable process holding the nonce, and a
- * leftover of the same uid could read it from /proc/<curl>. */
-static void clear_leftovers(struct run_state *st, const char *hook)
+ * leftover of the same uid could read it from /proc/<curl>. Returns -1 when
+ * the https webhook must not be sent: some leftover survived. */
+static int clear_leftovers(struct run_state *st, const char *hook)
 {
-    if (pid1_is_init())
-        kill(-1, SIGKILL);
-    else if (hook && !strncmp(hook, "https://", 8))
-        reaper_kill_children(st->loop);
+    int https = hook && !strncmp(hook, "https://", 8);
+    if (!pid1_is_init() && !https) return 0;
+    if (descendants_kill(st->loop, LEFTOVERS_KILL_SECONDS) == 0 || !https) return 0;
+    log_error("webhook: not sent: curl would hold the nonce where a leftover of the job could read it");
+    return -1;
 }
 
 /* As a subreaper, a leftover of the job that still holds its stdout (or
@@ -414,7 +435,7 @@ static void run_report(struct run_state *st, int exit_code, struct nonce *nonce)
     report_sentinel(st, &o);
 
     const char *hook = getenv(ENV_WEBHOOK);
-    clear_leftovers(st, hook);
+    if (clear_leftovers(st, hook) < 0) hook = NULL;
     if (hook && *hook) {
         const char *job_id = getenv(ENV_JOB_ID);
         struct buf payload;
@@ -441,6 +462,7 @@ static int run_job(int argc, char **argv, struct run_owned *own)
     }
     int exit_code = run_start(&st);
     if (exit_code < 0) exit_code = run_supervise(&st);
+    jobctl_reclaim(&st.jc);
     run_serve_finish(&st);
     run_report(&st, exit_code, &own->nonce);
     if (st.relaying) relay_close(&st.relay);

@@ -270,28 +270,31 @@ static void on_post_timeout(struct ev_loop *loop, ev_timer *w, int revents)
     stop_kill(pw->pid);
 }
 
-static pid_t start_curl(const char *url, const char *body, size_t n, double budget)
+/* curl with the body on its stdin (an anonymous memfd). Returns its pid, or
+ * -1 with errno set (EAGAIN: no process slot free) and a reason in err. */
+static pid_t start_curl(const char *url, const char *body, size_t n, double budget, char *err)
 {
-    char maxtime[32], err[ERR_LEN];
+    char maxtime[32];
     int exec_errno;
     int fd = memfd_create("sandbox-agent-webhook", MFD_CLOEXEC);
     if (fd < 0 || io_write_all(fd, body, n) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
-        log_error("webhook: cannot stage the body for curl: %s", strerror(errno));
+        int e = errno;
+        err_set(err, "cannot stage the body for curl: %s", strerror(e));
         if (fd >= 0) close(fd);
+        errno = e;
         return -1;
     }
-    snprintf(maxtime, sizeof maxtime, "%.0f", budget);
+    snprintf(maxtime, sizeof maxtime, "%.0f", budget < 1 ? 1 : budget);
     char *argv[] = {"curl", "--silent", "--show-error", "--fail", "--max-time", maxtime,
                     "--output", "/dev/null", "--header", "Content-Type: application/json",
                     "--data-binary", "@-", "--", (char *)url, NULL};
     struct spawn_opts o = {.argv = argv, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = fd,
                            .stdout_fd = -1, .stderr_fd = -1, .cwd = NULL};
     pid_t pid = spawn_child(&o, &exec_errno, err);
+    int e = errno;
     close(fd);
-    if (pid < 0) {
-        log_error("webhook: cannot start curl: %s", err);
-        return -1;
-    }
+    errno = e;
+    if (pid < 0) return -1;
     if (exec_errno == ENOENT)
         log_error("webhook: https:// needs curl, which this image does not have; not sent");
     else if (exec_errno)
@@ -299,28 +302,87 @@ static pid_t start_curl(const char *url, const char *body, size_t n, double budg
     return pid;
 }
 
+/* The forked http:// helper. Returns as start_curl does. */
+static pid_t start_native(const char *url, const char *body, size_t n, double budget, char *err)
+{
+    pid_t pid = spawn_fork(1);
+    if (pid == 0) _exit(http_post(url, body, n, budget));
+    if (pid < 0) {
+        int e = errno;
+        err_set(err, "fork: %s", strerror(e));
+        errno = e;
+    }
+    return pid;
+}
+
+static void on_backoff(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    *(int *)w->data = 1;
+}
+
+/* Wait `seconds` in the loop: reaping (which frees process slots) and
+ * signals go on meanwhile. */
+static void backoff_wait(struct ev_loop *loop, double seconds)
+{
+    int fired = 0;
+    ev_timer t;
+    ev_timer_init(&t, on_backoff, seconds, 0.);
+    t.data = &fired;
+    ev_timer_start(loop, &t);
+    while (!fired) ev_run(loop, EVRUN_ONCE);
+    ev_timer_stop(loop, &t);
+}
+
+#define BACKOFF_FIRST 0.005
+#define BACKOFF_MAX 0.25
+
+/* Start the helper, retrying a fork that fails for want of a process slot
+ * (EAGAIN: a job that kept the process table full, whose leftovers are still
+ * being reaped) with a growing backoff until the deadline. */
+static pid_t start_helper(struct ev_loop *loop, const char *url, const char *body, size_t n, double deadline,
+                          int is_curl)
+{
+    char err[ERR_LEN];
+    double backoff = BACKOFF_FIRST;
+    int tries = 0;
+    for (;;) {
+        double left = deadline - now();
+        pid_t pid = is_curl ? start_curl(url, body, n, left, err) : start_native(url, body, n, left, err);
+        if (pid > 0) {
+            if (tries) log_info("webhook: helper started after %d retries", tries);
+            return pid;
+        }
+        if (errno != EAGAIN || left - backoff <= 0) break;
+        if (!tries++) log_info("webhook: %s; retrying until the budget ends", err);
+        backoff_wait(loop, backoff);
+        backoff = backoff * 2 < BACKOFF_MAX ? backoff * 2 : BACKOFF_MAX;
+    }
+    log_error("webhook: cannot start the %s: %s; not sent", is_curl ? "curl helper" : "http helper", err);
+    return -1;
+}
+
 void webhook_post(struct ev_loop *loop, const char *url, const char *body, size_t n, double budget)
 {
     struct post_wait pw;
     memset(&pw, 0, sizeof pw);
     pw.budget = budget;
+    double deadline = now() + budget;
     if (!strncmp(url, "https://", 8)) {
         pw.is_curl = 1;
-        pw.pid = start_curl(url, body, n, budget);
-    } else if (!strncmp(url, "http://", 7)) {
-        pw.pid = spawn_fork(1);
-        if (pw.pid == 0) _exit(http_post(url, body, n, budget));
-        if (pw.pid < 0) log_error("webhook: fork: %s", strerror(errno));
-    } else {
+    } else if (strncmp(url, "http://", 7) != 0) {
         log_error("webhook: " ENV_WEBHOOK " must start with http:// or https://; not sent");
         return;
     }
+    pw.pid = start_helper(loop, url, body, n, deadline, pw.is_curl);
     if (pw.pid <= 0) return;
     reaper_watch(loop, &pw.rw, pw.pid, on_post_exit, &pw);
-    /* The budget counts from now: the loop's clock is only as fresh as its
-     * last iteration, and whatever ran since must not use up the budget. */
+    /* The loop's clock is only as fresh as its last iteration: whatever ran
+     * since (a slow sentinel write) must not use up the budget. */
     ev_now_update(loop);
-    ev_timer_init(&pw.timer, on_post_timeout, budget, 0);
+    double left = deadline - now();
+    ev_timer_init(&pw.timer, on_post_timeout, left > 0 ? left : 0., 0);
     pw.timer.data = &pw;
     ev_timer_start(loop, &pw.timer);
     while (!pw.done) ev_run(loop, EVRUN_ONCE);

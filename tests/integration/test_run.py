@@ -5,13 +5,13 @@ import base64
 import http.server
 import json
 import os
-import pty
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import termios
 import threading
 import time
 
@@ -19,7 +19,8 @@ import pytest
 
 from conftest import (AGENT, PY, RESULT_SENTINEL, TIMEOUT, alive, children, clean_env, free_port, one_sentinel,
                       proc_state, wait_until)
-from jobs import Job, py, run
+from jobs import UNSHARE, Job, py, run
+from ptys import PtyProc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WL = os.path.join(HERE, "workloads")
@@ -535,44 +536,22 @@ def test_tty_foreground_and_ctrl_c(tmp):
             "signal.signal(signal.SIGINT, lambda *a: (os.write(1, b'got SIGINT\\n'), os._exit(42)))\n"
             "print('fg', os.tcgetpgrp(0) == os.getpgrp(), 'tty', os.isatty(1), flush=True)\n"
             "signal.pause()\n")
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:
-            os.execve("/usr/bin/unshare", ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child",
-                                           AGENT, "run", "--", PY, "-c", code], result_env(tmp))
-        finally:
-            os._exit(99)
-    out = bytearray()
-
-    def read_until(token, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        import select
-        while token not in out:
-            left = deadline - time.monotonic()
-            assert left > 0, out
-            if select.select([fd], [], [], left)[0]:
-                try:
-                    chunk = os.read(fd, 4096)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    return
-                out.extend(chunk)
+    t = PtyProc(UNSHARE + [AGENT, "run", "--", PY, "-c", code], result_env(tmp))
     try:
-        read_until(b"fg ")
-        read_until(b"\n")
-        assert b"fg True tty True" in out
-        os.write(fd, b"\x03")  # Ctrl-C on the terminal
-        read_until(b"__SANDBOX_RESULT__")
-        read_until(b"\r\n", timeout=10)
-        read_until(b"NEVER", timeout=10)  # until EOF
+        t.read_until(b"fg ")
+        t.read_until(b"\n")
+        assert b"fg True tty True" in t.out
+        # The terminal turns ^C into SIGINT for its foreground group.
+        attrs = termios.tcgetattr(t.fd)
+        assert attrs[3] & termios.ISIG and attrs[6][termios.VINTR] == b"\x03"
+        t.write(b"\x03")  # Ctrl-C on the terminal
+        t.read_until(b"__SANDBOX_RESULT__")
+        status = t.wait()
     finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    assert b"got SIGINT" in out
-    assert os.waitstatus_to_exitcode(status) == 42
-    lines = bytes(out).replace(b"\r\n", b"\n").split(b"\n")
-    s = [l for l in lines if l.startswith(b"__SANDBOX_RESULT__")]
+        t.close()
+    assert b"got SIGINT" in t.out
+    assert status == 42
+    s = [l for l in t.lines() if l.startswith(b"__SANDBOX_RESULT__")]
     assert len(s) == 1
     assert json.loads(base64.b64decode(s[0][len(b"__SANDBOX_RESULT__"):]))["exit_code"] == 42
 

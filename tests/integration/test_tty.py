@@ -1,0 +1,203 @@
+"""`run` on a terminal and under job control (README "PID 1 duties": Terminal,
+Job control): a job that sets `stty tostop` or stops the terminal's output
+still gets its sentinel; Ctrl-Z under an interactive shell stops the agent
+with its job, and `fg` resumes both; SIGTSTP/SIGTTIN/SIGTTOU sent to the
+agent stop it after the job, unless it is PID 1.
+
+Every terminal test runs on a fresh pseudo-terminal (ptys.PtyProc), with
+every wait bounded."""
+import base64
+import http.server
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from conftest import AGENT, PY, RESULT_SENTINEL, clean_env, proc_state, wait_until
+from jobs import UNSHARE, Job, py
+from ptys import PtyProc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MINISHELL = os.path.join(HERE, "workloads", "minishell.py")
+MODES = [pytest.param(True, id="pid1"), pytest.param(False, id="child")]
+# How long a step that should take milliseconds may take on a loaded machine.
+STEP = 30
+
+
+@pytest.fixture
+def env(tmp_path):
+    os.chmod(tmp_path, 0o777)
+    return clean_env(SANDBOX_RESULT=str(tmp_path / "result.json"))
+
+
+def on_pty(argv, pid1, env):
+    """The agent running argv as the session leader of a new terminal (as
+    PID 1 of a new PID namespace: under unshare, which leads the session)."""
+    return PtyProc((UNSHARE if pid1 else []) + [AGENT, "run", "--"] + argv, env)
+
+
+def the_sentinel(t):
+    s = [l for l in t.lines() if RESULT_SENTINEL.encode() in l]
+    assert len(s) == 1, t.out
+    assert s[0].startswith(RESULT_SENTINEL.encode()), s[0]
+    return json.loads(base64.b64decode(s[0][len(RESULT_SENTINEL):]))
+
+
+@pytest.mark.parametrize("pid1", MODES)
+def test_tostop_job_still_gets_its_sentinel(pid1, env):
+    # With tostop, a write from a background group raises SIGTTOU: the agent
+    # once looped on it (100% CPU, no sentinel, no exit) or, as PID 1 in an
+    # orphaned group, had the write fail with EIO.
+    t = on_pty(["sh", "-c", "stty tostop && echo tostop-on; exit 3"], pid1, env)
+    try:
+        t.read_until(b"tostop-on")
+        t.read_until(RESULT_SENTINEL.encode(), timeout=STEP)
+        code = t.wait(timeout=STEP)
+    finally:
+        t.close()
+    assert code == 3
+    assert the_sentinel(t)["exit_code"] == 3
+
+
+@pytest.mark.parametrize("pid1", MODES)
+def test_output_stopped_by_the_job_is_restarted(pid1, env):
+    # tcflow(TCOOFF) stops the terminal's output: every later write blocks
+    # until TCOON, the sentinel's too.
+    job = ("import sys, termios\n"
+           "print('flow-off', flush=True)\n"
+           "termios.tcflow(1, termios.TCOOFF)\n"
+           "sys.exit(4)\n")
+    t = on_pty([PY, "-c", job], pid1, env)
+    try:
+        t.read_until(b"flow-off")
+        t.read_until(RESULT_SENTINEL.encode(), timeout=STEP)
+        code = t.wait(timeout=STEP)
+    finally:
+        t.close()
+    assert code == 4
+    assert the_sentinel(t)["exit_code"] == 4
+
+
+def test_terminal_back_to_the_agent_for_the_report(env):
+    # The job had the foreground and is gone (a leftover still in its
+    # group); the agent takes the terminal back before it reports. Seen from
+    # the webhook, which is POSTed after the sentinel while the agent runs.
+    seen = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            seen.append(os.tcgetpgrp(t.fd))  # the master reports the slave's foreground
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    env = dict(env, SANDBOX_JOB_WEBHOOK="http://127.0.0.1:%d/" % srv.server_address[1])
+    job = "sleep 1000 </dev/null >/dev/null 2>&1 & exit 0"
+    t = on_pty(["sh", "-c", job], False, env)
+    try:
+        t.read_until(RESULT_SENTINEL.encode(), timeout=STEP)
+        assert t.wait(timeout=STEP) == 0
+    finally:
+        t.close()
+        srv.shutdown()
+        srv.server_close()
+    assert seen == [t.pid]  # the agent leads its session and its group
+
+
+JOB_WAITS_FOR_CONT = ("import os, signal, sys\n"
+                      "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCONT})\n"
+                      "print('job ready', flush=True)\n"
+                      "signal.sigwait({signal.SIGCONT})\n"
+                      "print('job continued fg', os.tcgetpgrp(0) == os.getpgrp(), flush=True)\n"
+                      "sys.exit(7)\n")
+
+
+def test_ctrl_z_under_a_shell_stops_the_agent_and_fg_resumes_the_job(env):
+    # The shell waits for the agent's group; Ctrl-Z stops the job's (the
+    # foreground). Unless the agent stops too, the shell never gets its
+    # prompt back.
+    t = PtyProc([PY, MINISHELL, AGENT, "run", "--", PY, "-c", JOB_WAITS_FOR_CONT], env)
+    try:
+        t.read_until(b"job ready")
+        t.write(b"\x1a")  # Ctrl-Z
+        t.read_until(b"shell: stopped", timeout=STEP)
+        t.write(b"fg\n")
+        t.read_until(b"job continued fg True", timeout=STEP)
+        t.read_until(b"shell: exit 7", timeout=STEP)
+        assert t.wait(timeout=STEP) == 0
+    finally:
+        t.close()
+    assert the_sentinel(t)["exit_code"] == 7
+
+
+def test_ctrl_z_twice(env):
+    job = ("import os, signal, sys\n"
+           "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCONT})\n"
+           "for i in range(2):\n"
+           "    print('job ready', i, flush=True)\n"
+           "    signal.sigwait({signal.SIGCONT})\n"
+           "print('job done fg', os.tcgetpgrp(0) == os.getpgrp(), flush=True)\n")
+    t = PtyProc([PY, MINISHELL, AGENT, "run", "--", PY, "-c", job], env)
+    try:
+        for i in range(2):
+            t.read_until(b"job ready %d" % i)
+            t.write(b"\x1a")
+            t.read_until(b"shell: stopped", timeout=STEP)
+            del t.out[:]
+            t.write(b"fg\n")
+        t.read_until(b"job done fg True", timeout=STEP)
+        t.read_until(b"shell: exit 0", timeout=STEP)
+        assert t.wait(timeout=STEP) == 0
+    finally:
+        t.close()
+
+
+def stop_signal_job(sig, ack_fd):
+    """Blocks sig and SIGCONT, says 'got SIG' on ack_fd once sig came, then
+    'got CONT' on stdout. A SIGCONT discards a stop signal still pending, so
+    the test sends it only after the 'got' line."""
+    return py("import os, signal\n"
+              "signal.pthread_sigmask(signal.SIG_BLOCK, {%d, signal.SIGCONT})\n"
+              "print('ready', flush=True)\n"
+              "signal.sigwait({%d})\n"
+              "os.write(%d, b'got %d\\n')\n"
+              "signal.sigwait({signal.SIGCONT})\n"
+              "print('got CONT', flush=True)\n" % (sig, sig, ack_fd, sig))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU], ids=["TSTP", "TTIN", "TTOU"])
+def test_terminal_stop_signal_stops_the_agent_after_the_job(sig, env):
+    # The ack goes to stderr, which is not relayed: the agent is stopped.
+    j = Job(stop_signal_job(sig, 2), pid1=False, env=env)
+    try:
+        j.wait_text("ready")
+        j.signal(sig)
+        wait_until(lambda: b"got %d" % sig in bytes(j.err), "the job to get the signal", timeout=STEP)
+        wait_until(lambda: proc_state(j.p.pid) == "T", "the agent to stop itself", timeout=STEP)
+        j.signal(signal.SIGCONT)
+        j.wait_text("got CONT")
+        assert j.finish() == 0
+    finally:
+        j.kill()
+
+
+def test_terminal_stop_signal_does_not_stop_pid1(env):
+    j = Job(stop_signal_job(signal.SIGTSTP, 1), pid1=True, env=env)
+    try:
+        j.wait_text("ready")
+        j.signal(signal.SIGTSTP)
+        # Relayed by the agent after it forwarded SIGTSTP: it is still running.
+        j.wait_text("got %d" % signal.SIGTSTP)
+        assert proc_state(j.agent_pid()) != "T"
+        j.signal(signal.SIGCONT)
+        j.wait_text("got CONT")
+        assert j.finish() == 0
+    finally:
+        j.kill()
