@@ -75,7 +75,7 @@ run({
     })
     const pidIsNumber = typeof h.pid === 'number' && h.pid > 0
     await out.until((t) => t.includes('started\n'), 15000, 'started')
-    const runningExitCode = h.exitCode
+    const runningExitCode = h.exitCode === undefined ? "undefined" : h.exitCode
     await h.sendStdin('go\n')
     const r = await h.wait()
     return { pidIsNumber, runningExitCode, ...result(r) }
