@@ -113,18 +113,23 @@ def test_serve_documented_tcp_with_token(images, start):
     assert TOKEN.encode() not in env1.stdout
 
 
-def test_serve_as_a_job_of_the_default_entrypoint(images, start):
-    # The example image's ENTRYPOINT is `sandbox-agent run`: the command line
-    # `sandbox-agent serve` then runs serve as run's job, which works too.
-    c = start(images.example, "sandbox-agent", "serve", env={"SANDBOX_AGENT_TOKEN": TOKEN})
+def test_run_serves_beside_its_job(images, start):
+    # The example image's own ENTRYPOINT (`sandbox-agent run`) serves the API
+    # beside its job when SANDBOX_AGENT_LISTEN is set. (A job `sandbox-agent
+    # serve` would not get the token: run hides it from its job.)
+    c = start(images.example, "sleep", "600",
+              env={"SANDBOX_AGENT_LISTEN": "0.0.0.0:49983", "SANDBOX_AGENT_TOKEN": TOKEN})
     _wait_port(c)
     ok = c.exec("python3", "-c", PROBE, TOKEN)
-    assert ok.stdout.decode().splitlines()[0].startswith("204"), ok
-    comm = c.exec("cat", "/proc/1/cmdline").stdout.split(b"\0")
-    assert comm[:2] == [AGENT_IN_IMAGE.encode(), b"run"], comm
+    lines = ok.stdout.decode().splitlines()
+    assert lines[0].startswith("204") and lines[1].startswith("200"), ok
+    none = c.exec("python3", "-c", PROBE)
+    assert [l[:3] for l in none.stdout.decode().splitlines()] == ["401", "401"], none
+    cmd1 = c.exec("cat", "/proc/1/cmdline").stdout.split(b"\0")
+    assert cmd1[:2] == [AGENT_IN_IMAGE.encode(), b"run"], cmd1
     stop = podman("stop", "-t", "30", c.name)
     rc, out = c.finish()
-    assert stop.returncode == 0 and rc == 0, (rc, out[-500:], c.err[-2000:])
+    assert stop.returncode == 0 and rc == 143, (rc, out[-500:], c.err[-2000:])
     assert b"__SANDBOX_RESULT__" in out
 
 
