@@ -63,19 +63,40 @@ def _wait_port(c, timeout=TIMEOUT):
     raise AssertionError("serve never listened on 49983; rc %s stderr %r" % (c.proc.poll(), c.err[-2000:]))
 
 
-def test_serve_pid1_command_and_file(images, start, tmp_path):
+def _serve_on_socket(images, start, tmp_path):
     d = tmp_path / "sock"
     d.mkdir()
     c = start(images.example, "serve", entrypoint=AGENT_IN_IMAGE,
               env={"SANDBOX_AGENT_LISTEN": "unix:/run/sa/agent.sock"}, extra=["-v", "%s:/run/sa" % d])
-    k = _wait_socket(c, str(d / "agent.sock"))
+    return c, _wait_socket(c, str(d / "agent.sock"))
+
+
+def _stop_exits_0(c):
+    """docker stop: SIGTERM to PID 1, which exits 0."""
+    stop = podman("stop", "-t", "30", c.name)
+    rc, _ = c.finish()
+    assert stop.returncode == 0 and rc == 0, (rc, c.err[-2000:])
+
+
+def test_serve_pid1_command(images, start, tmp_path):
+    c, k = _serve_on_socket(images, start, tmp_path)
     try:
-        # A command: PID 1 is the agent; output and exit code come back.
+        # PID 1 is the agent; output and exit code come back.
         pid, out, err, end = connectc.run(k, "/bin/sh", ["-c", "echo hi; cat /proc/1/comm; echo oops >&2; exit 3"])
         assert isinstance(pid, int) and pid > 1
         assert (out, err) == (b"hi\nsandbox-agent\n", b"oops\n")
-        assert end["exitCode"] == 3 and end.get("exited") is True, end
-        # A file: uploaded, seen inside, read back, stat'ed.
+        assert end["exitCode"] == 3, end
+        procs = k.unary(connectc.PROCESS + "List", {})
+        assert procs.get("processes", []) == [], procs
+    finally:
+        k.close()
+    _stop_exits_0(c)
+
+
+def test_serve_pid1_file(images, start, tmp_path):
+    c, k = _serve_on_socket(images, start, tmp_path)
+    try:
+        # Uploaded, seen inside, read back, stat'ed, listed.
         data = bytes(range(256)) * 64
         w = k.post_file("/srv/data/blob.bin", [data[:1000], data[1000:]])
         assert [x["path"] for x in w] == ["/srv/data/blob.bin"], w
@@ -89,10 +110,7 @@ def test_serve_pid1_command_and_file(images, start, tmp_path):
         assert [e["name"] for e in lst["entries"]] == ["blob.bin"], lst
     finally:
         k.close()
-    # docker stop: SIGTERM to PID 1, which exits 0.
-    stop = podman("stop", "-t", "30", c.name)
-    rc, _ = c.finish()
-    assert stop.returncode == 0 and rc == 0, (rc, c.err[-2000:])
+    _stop_exits_0(c)
 
 
 def test_serve_documented_tcp_with_token(images, start):
