@@ -162,7 +162,7 @@ $(SDK_DIR)/.stamp: tests/sdk/package.json tests/sdk/package-lock.json tests/sdk/
 test: $(B)/sandbox-agent $(B)/asan/sandbox-agent $(UNIT_BINS) $(FUZZ_BINS) $(SDK_DIR)/.stamp $(B)/.pkgs-container
 	PYTHON=$(PYTHON) tests/run.sh --layers --unit $(UNIT_BINS) \
 	    --integration $(B)/sandbox-agent --integration $(B)/asan/sandbox-agent \
-	    --sdk $(B)/sandbox-agent $(SDK_DIR) \
+	    --sdk $(B)/sandbox-agent $(SDK_DIR) --sdk $(B)/asan/sandbox-agent $(SDK_DIR) \
 	    --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS) --container
 
 test-sdk: $(B)/sandbox-agent $(SDK_DIR)/.stamp $(B)/.pkgs-test
