@@ -8,10 +8,13 @@
 #             COPY --from=sandbox-agent:agent /sandbox-agent /usr/local/bin/sandbox-agent
 #           Build it with `docker build --target agent -t sandbox-agent:agent .`
 #   (last)  an example sandbox image: debian:bookworm-slim + python3, the agent
-#           as PID 1 running the job in SANDBOX_JOB_INNER_ENTRY.
+#           as PID 1 running the job in SANDBOX_JOB_INNER_ENTRY; port 49983 is
+#           the envd API of `sandbox-agent serve` (README "use it from the E2B SDK").
 #
 #   docker build -t sandbox-agent-example .
 #   docker run --rm -e SANDBOX_JOB_INNER_ENTRY='["python3","-c","print(1)"]' sandbox-agent-example
+#   docker run --rm -p 127.0.0.1:49983:49983 -e SANDBOX_AGENT_TOKEN="$TOKEN" \
+#       --entrypoint /usr/local/bin/sandbox-agent sandbox-agent-example serve
 
 FROM debian:bookworm-slim AS build
 # make is the only thing the Makefile cannot install for itself; everything
@@ -40,4 +43,6 @@ COPY --from=agent /sandbox-agent /usr/local/bin/sandbox-agent
 # The agent creates the result file's directory itself; making it here just
 # lets a non-root USER write its result without a fallback path.
 RUN mkdir -p /sandbox && chmod 1777 /sandbox
+# `sandbox-agent serve` listens here (0.0.0.0:49983 when SANDBOX_AGENT_TOKEN is set).
+EXPOSE 49983
 ENTRYPOINT ["/usr/local/bin/sandbox-agent", "run"]

@@ -3,8 +3,11 @@
 #   make               build/sandbox-agent: static (musl), stripped
 #   make test          every test: C unit tests (cmocka, ASan+UBSan), the pytest
 #                      integration suite against the static binary and against
-#                      an ASan+UBSan build, a short fuzz run of each parser, and
-#                      the container tests (podman + runc, Dockerfile's image)
+#                      an ASan+UBSan build, the E2B JS SDK driving `serve`
+#                      (skipped, saying why, without node >= 20.18.1), a short
+#                      fuzz run of each parser, and the container tests
+#                      (podman + runc, Dockerfile's image)
+#   make test-sdk      the E2B JS SDK suite only (tests/sdk)
 #   make test-container the Dockerfile's image under podman + runc
 #   make test-sanitize unit + integration tests against the sanitizer build only
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 60)
@@ -14,6 +17,8 @@
 # fetched once into build/deps by deps/fetch.sh and checked against
 # deps/SHA256SUMS.
 # Missing Debian packages are installed by deps/packages.sh (root).
+# The E2B JS SDK (tests/sdk/package-lock.json) is installed with `npm ci` into
+# build/sdk by tests/sdk/install.sh, where node >= 20.18.1 and npm exist.
 
 VERSION     := 0.1.0
 B           := build
@@ -66,7 +71,7 @@ FUZZ_CFLAGS := -std=c11 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-
 obj = $(patsubst %.c,$(B)/$(1)/%.o,$(2))
 depobj = $(patsubst $(DEPS)/%.c,$(B)/$(1)/deps/%.o,$(DEP_SRC))
 
-.PHONY: all test test-container test-unit test-integration test-sanitize fuzz fuzz-smoke bench clean distclean deps \
+.PHONY: all test test-sdk test-container test-unit test-integration test-sanitize fuzz fuzz-smoke bench clean distclean deps \
         pkgs-build pkgs-test pkgs-bench asan unit-bins fuzz-bins
 .DELETE_ON_ERROR:
 
@@ -145,12 +150,23 @@ fuzz-smoke: $(FUZZ_BINS)
 	tests/fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
 # ---- tests ----------------------------------------------------------------
+# The pinned E2B SDK, out of the source tree; re-installed when the lock changes.
+SDK_DIR := $(B)/sdk
+$(SDK_DIR)/.stamp: tests/sdk/package.json tests/sdk/package-lock.json tests/sdk/install.sh
+	tests/sdk/install.sh $(SDK_DIR)
+	@touch $@
+
 # tests/run.sh runs each suite, keeps going after a failure, and ends with one
-# "N passed, M failed" line; it exits non-zero when anything failed.
-test: $(B)/sandbox-agent $(B)/asan/sandbox-agent $(UNIT_BINS) $(FUZZ_BINS) $(B)/.pkgs-container
+# "N passed, M failed" line (", K skipped" when some were); it exits non-zero
+# when anything failed.
+test: $(B)/sandbox-agent $(B)/asan/sandbox-agent $(UNIT_BINS) $(FUZZ_BINS) $(SDK_DIR)/.stamp $(B)/.pkgs-container
 	PYTHON=$(PYTHON) tests/run.sh --layers --unit $(UNIT_BINS) \
 	    --integration $(B)/sandbox-agent --integration $(B)/asan/sandbox-agent \
+	    --sdk $(B)/sandbox-agent $(SDK_DIR) --sdk $(B)/asan/sandbox-agent $(SDK_DIR) \
 	    --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS) --container
+
+test-sdk: $(B)/sandbox-agent $(SDK_DIR)/.stamp $(B)/.pkgs-test
+	PYTHON=$(PYTHON) tests/run.sh --sdk $(B)/sandbox-agent $(SDK_DIR)
 
 # The image built from the Dockerfile, run by podman + runc (root, network
 # for the image build). tests/container/setup.sh makes the base image once.

@@ -1,13 +1,16 @@
 #!/bin/sh
 # Run the test suites named on the command line, keep going past failures, and
-# finish with one line "N passed, M failed" (exit 1 when M > 0 or a suite broke).
+# finish with one line "N passed, M failed" (", K skipped" added when K > 0;
+# exit 1 when M > 0 or a suite broke). A suite that is skipped says why.
 #
-#   tests/run.sh [--layers] [--unit BIN...] [--integration AGENT]... [--fuzz SECONDS BIN...] [--container]
+#   tests/run.sh [--layers] [--unit BIN...] [--integration AGENT]... [--sdk AGENT SDK_DIR]...
+#                [--fuzz SECONDS BIN...] [--container]
 set -u
 PYTHON=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 passed=0
 failed=0
+skipped=0
 broken=""
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -39,16 +42,27 @@ run_pytest_dir() { # $1 = label, $2 = directory, rest = env assignments
     dir=$2
     shift 2
     echo "== $label"
-    env "$@" "$PYTHON" -m pytest -q -p no:cacheprovider "$dir" >"$log" 2>&1
+    env "$@" "$PYTHON" -m pytest -q -rs -p no:cacheprovider "$dir" >"$log" 2>&1
     rc=$?
-    cat "$log"
-    last=$(grep -E '[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
+    # -rs names each skipped test's reason; the same reason is shown once.
+    grep -v '^SKIPPED \[' "$log"
+    if grep -q '^SKIPPED \[' "$log"; then
+        echo "skipped, because:"
+        sed -n 's/^SKIPPED \[[0-9]*\] [^:]*:[0-9]*: /   /p' "$log" | sort -u
+    fi
+    last=$(grep -E '[0-9]+ (passed|failed|error|skipped)' "$log" | tail -n 1)
     p=$(printf '%s' "$last" | grep -o '[0-9]\+ passed' | grep -o '[0-9]\+')
     f=$(printf '%s' "$last" | grep -o '[0-9]\+ failed' | grep -o '[0-9]\+')
     e=$(printf '%s' "$last" | grep -o '[0-9]\+ error' | grep -o '[0-9]\+')
+    s=$(printf '%s' "$last" | grep -o '[0-9]\+ skipped' | grep -o '[0-9]\+')
+    skipped=$((skipped + ${s:-0}))
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-0} + ${e:-0}))
     if [ $rc -ne 0 ] && [ $((${f:-0} + ${e:-0})) = 0 ]; then failed=$((failed + 1)); broken="$broken $label"; fi
+}
+
+run_sdk() { # $1 = agent, $2 = where tests/sdk/install.sh put the SDK
+    run_pytest_dir "sdk (E2B JS SDK): $1" "$here/sdk" SANDBOX_AGENT="$1" SANDBOX_AGENT_SDK_DIR="$2"
 }
 
 run_layers() { # the #include direction (tests/layers.py): one check
@@ -71,6 +85,7 @@ while [ $# -gt 0 ]; do
     --layers) run_layers; mode=""; shift ;;
     --unit) mode=unit; shift ;;
     --integration) run_integration "$2"; mode=""; shift 2 ;;
+    --sdk) run_sdk "$2" "$3"; mode=""; shift 3 ;;
     --fuzz) mode=fuzz; secs=$2; shift 2 ;;
     --container) run_pytest_dir "container (podman + runc)" "$here/container"; mode=""; shift ;;
     *)
@@ -84,5 +99,9 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$broken" ] && echo "suites that failed to run:$broken"
-echo "$passed passed, $failed failed"
+if [ "$skipped" != 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
 [ "$failed" = 0 ]

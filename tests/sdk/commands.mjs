@@ -1,0 +1,145 @@
+// commands.mjs - sbx.commands against sandbox-agent serve (issue 8): run in
+// the foreground and the background, envs, cwd, user, stdin, kill, list,
+// connect. Usage: node commands.mjs SCENARIO (see lib.mjs for the output).
+import { run, rejection, Collector, eventually } from './lib.mjs'
+
+const result = (r) => ({ stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, error: r.error })
+
+run({
+  async foreground({ sbx }) {
+    return result(await sbx.commands.run('echo out; echo err >&2'))
+  },
+
+  async nonzero({ sbx, sdk }) {
+    let caught = null
+    try {
+      await sbx.commands.run('echo partial; echo oops >&2; exit 3')
+    } catch (e) {
+      caught = { isCommandExitError: e instanceof sdk.CommandExitError, ...result(e), message: e.message }
+    }
+    return caught
+  },
+
+  async streaming_callbacks({ sbx }) {
+    const out = []
+    const err = []
+    const r = await sbx.commands.run('for i in 1 2 3; do echo o$i; echo e$i >&2; done', {
+      onStdout: (d) => out.push(d),
+      onStderr: (d) => err.push(d),
+    })
+    return { ...result(r), out: out.join(''), err: err.join('') }
+  },
+
+  async big_output({ sbx }) {
+    // 3 MB of stdout and a multi-byte character on every line.
+    const r = await sbx.commands.run("yes 'é€𝄞 line' | head -n 200000")
+    return { length: r.stdout.length, lines: r.stdout.split('\n').length - 1, first: r.stdout.slice(0, 20),
+             allSame: r.stdout.split('\n').slice(0, -1).every((l) => l === 'é€𝄞 line') }
+  },
+
+  async envs({ sbx }) {
+    return result(await sbx.commands.run('echo "$FOO|$BAR|${UNSET-unset}"', { envs: { FOO: 'bar', BAR: 'two words' } }))
+  },
+
+  async cwd({ sbx, work }) {
+    return {
+      given: (await sbx.commands.run('pwd', { cwd: work })).stdout,
+      root_default: (await sbx.commands.run('pwd', { user: 'root' })).stdout,
+    }
+  },
+
+  async user({ sbx }) {
+    const root = await sbx.commands.run('id -un; id -u; echo "$HOME"', { user: 'root' })
+    const nobody = await sbx.commands.run('id -un; id -u', { user: 'nobody', cwd: '/' })
+    const dflt = await sbx.commands.run('id -un')
+    return { root: root.stdout, nobody: nobody.stdout, dflt: dflt.stdout }
+  },
+
+  async no_stdin({ sbx }) {
+    // stdin: false (the default): the command reads EOF at once.
+    return result(await sbx.commands.run('cat; echo eof'))
+  },
+
+  async stdin({ sbx }) {
+    const h = await sbx.commands.run('cat; echo " [eof]"', { background: true, stdin: true })
+    await h.sendStdin('hello ')
+    await sbx.commands.sendStdin(h.pid, new TextEncoder().encode('wörld\n'))
+    await h.closeStdin()
+    return result(await h.wait())
+  },
+
+  async background_wait({ sbx }) {
+    const out = new Collector()
+    const h = await sbx.commands.run('echo started; read x; echo "got $x"', {
+      background: true, stdin: true, onStdout: out.push,
+    })
+    const pidIsNumber = typeof h.pid === 'number' && h.pid > 0
+    await out.until((t) => t.includes('started\n'), 15000, 'started')
+    const runningExitCode = h.exitCode === undefined ? "undefined" : h.exitCode
+    await h.sendStdin('go\n')
+    const r = await h.wait()
+    return { pidIsNumber, runningExitCode, ...result(r) }
+  },
+
+  async background_kill({ sbx }) {
+    const t0 = Date.now()
+    const h = await sbx.commands.run('sleep 30', { background: true })
+    const killed = await h.kill()
+    const err = await rejection(h.wait())
+    const gone = await eventually(async () => !(await sbx.commands.list()).some((p) => p.pid === h.pid),
+                                  15000, 'the killed process to leave the list')
+    return { killed, err, gone, ms: Date.now() - t0, killAgain: await sbx.commands.kill(h.pid),
+             killUnknown: await sbx.commands.kill(999999) }
+  },
+
+  async list({ sbx, work }) {
+    const h = await sbx.commands.run('sleep 30', { background: true, cwd: work, envs: { TAG: 'listed' } })
+    const procs = await sbx.commands.list()
+    await h.kill()
+    const mine = procs.find((p) => p.pid === h.pid) || null
+    return { mine, count: procs.length }
+  },
+
+  async connect({ sbx }) {
+    // Detach from a background command, reattach by pid, get what it prints
+    // after the reattach and its exit code.
+    const first = new Collector()
+    const h = await sbx.commands.run('echo first; read line; echo "second $line"; exit 7', {
+      background: true, stdin: true, onStdout: first.push,
+    })
+    await first.until((t) => t.includes('first\n'), 15000, 'first')
+    await h.disconnect()
+    const later = new Collector()
+    const h2 = await sbx.commands.connect(h.pid, { onStdout: later.push })
+    await sbx.commands.sendStdin(h.pid, 'x\n')
+    const err = await rejection(h2.wait())
+    return { samePid: h2.pid === h.pid, err, later: later.text, firstAfterDisconnect: first.text }
+  },
+
+  async connect_unknown({ sbx }) {
+    return rejection(sbx.commands.connect(999999))
+  },
+
+  async timeout({ sbx }) {
+    // timeoutMs bounds the call; the agent must kill the command too.
+    const out = new Collector()
+    const p = sbx.commands.run('echo $$; exec sleep 30', { timeoutMs: 1500, onStdout: out.push })
+    const err = await rejection(p)
+    const pid = Number(out.text.trim())
+    const gone = await eventually(async () => !(await sbx.commands.list()).some((x) => x.pid === pid),
+                                  15000, 'the timed-out command to be killed')
+    return { err, gone }
+  },
+
+  async concurrent({ sbx }) {
+    const n = 40
+    const rs = await Promise.all(Array.from({ length: n }, (_, i) => sbx.commands.run(`echo ${i}; exit $((${i} % 2))`)
+      .then((r) => ({ i, out: r.stdout, code: r.exitCode }))
+      .catch((e) => ({ i, out: e.stdout, code: e.exitCode }))))
+    return rs.every((r) => r.out === `${r.i}\n` && r.code === r.i % 2) ? n : rs
+  },
+
+  async pid1({ sbx }) {
+    return result(await sbx.commands.run('cat /proc/1/comm'))
+  },
+})
