@@ -32,6 +32,33 @@ int pid1_begin(struct nonce *n)
     return 0;
 }
 
+int pid1_command_line(int argc, char **argv, const char *mode, char ***cmd, int *help, char *err)
+{
+    int i = 1;
+    *cmd = NULL;
+    *help = 0;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            if (++i >= argc) {
+                err_set(err, "%s: no command after --", mode);
+                return -1;
+            }
+            break;
+        }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            *help = 1;
+            return 0;
+        }
+        if (argv[i][0] == '-') {
+            err_set(err, "%s: unknown option '%.100s' (see %s --help)", mode, argv[i], mode);
+            return -1;
+        }
+        break; /* the first word of the command */
+    }
+    if (i < argc) *cmd = argv + i;
+    return 0;
+}
+
 int pid1_config_read(struct pid1_config *cfg, char *err)
 {
     const char *t = getenv(ENV_SIGNAL_TARGET);

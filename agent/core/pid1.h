@@ -25,6 +25,12 @@ struct nonce;
  * and returns -1 (a usage error), else 0. */
 int pid1_begin(struct nonce *n);
 
+/* A supervisor's command line, `MODE [--help] [--] CMD [ARG...]`: *cmd points
+ * at the first word of the command (NULL when there is none; an empty one
+ * after `--` is an error), *help is set for --help or -h. Returns 0, or -1
+ * with a message in err ("unknown option", "no command after --"). */
+int pid1_command_line(int argc, char **argv, const char *mode, char ***cmd, int *help, char *err);
+
 /* Read SANDBOX_AGENT_SIGNAL_TARGET, SANDBOX_AGENT_GRACE_SECONDS and
  * SANDBOX_AGENT_SIGNAL_REWRITE.
  * Returns 0, or -1 with a message in err (ERR_LEN bytes). */

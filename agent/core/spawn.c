@@ -8,6 +8,7 @@
  */
 #include "agent/core/spawn.h"
 #include "agent/core/err.h"
+#include "agent/core/io.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 #include "agent/core/sig.h"
@@ -214,6 +215,18 @@ static void on_any_child(struct ev_loop *loop, ev_child *w, int revents)
     (void)loop;
     (void)revents;
     log_debug("reaped pid %d (status 0x%x)", (int)w->rpid, (unsigned)w->rstatus);
+}
+
+struct ev_loop *reaper_loop(char *err)
+{
+    io_cloexec_inherited();
+    struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
+    if (!loop) {
+        err_set(err, "cannot start the event loop");
+        return NULL;
+    }
+    reaper_init(loop);
+    return loop;
 }
 
 void reaper_init(struct ev_loop *loop)

@@ -79,4 +79,10 @@ void reaper_unwatch(struct ev_loop *loop, struct reaper_watch *rw);
 /* Log (at debug) every reaped process without its own watcher: orphans. */
 void reaper_init(struct ev_loop *loop);
 
+/* The first step of every mode that starts children: mark every fd the
+ * agent inherited close-on-exec (nothing it was handed leaks into the
+ * workload), make the one event loop and start the one reaper on it.
+ * Returns the loop, or NULL with a message in err (ERR_LEN bytes). */
+struct ev_loop *reaper_loop(char *err);
+
 #endif

@@ -105,13 +105,10 @@ static int serve_prepare(int argc, char **argv, struct serve_state *st)
         log_error("%s", err);
         return -1;
     }
-    io_cloexec_inherited();
-    st->loop = ev_default_loop(EVFLAG_AUTO);
-    if (!st->loop) {
-        log_error("cannot start: no event loop");
+    if (!(st->loop = reaper_loop(err))) {
+        log_error("serve: %s", err);
         return -1;
     }
-    reaper_init(st->loop);
     if (pid1_init(st->loop, on_signal, st, err) < 0) {
         log_error("%s", err);
         return -1;

@@ -57,34 +57,6 @@ static const char session_usage[] =
 
 /* ---- configuration --------------------------------------------------------- */
 
-static int parse_args(int argc, char **argv, char ***cmd, int *help)
-{
-    int i = 1;
-    *cmd = NULL;
-    *help = 0;
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            *help = 1;
-            return 0;
-        }
-        if (argv[i][0] == '-') {
-            log_error("session: unknown option '%s' (see session --help)", argv[i]);
-            return -1;
-        }
-        break;
-    }
-    if (i >= argc) {
-        log_error("session: no handler command (usage: session -- HANDLER [ARG...])");
-        return -1;
-    }
-    *cmd = argv + i;
-    return 0;
-}
-
 static int read_restart_base(double *base, char *err)
 {
     const char *v = getenv(ENV_RESTART_BASE);
@@ -208,11 +180,7 @@ static void on_signal(struct ev_loop *loop, int sig, void *ctx)
 /* The loop, the tables, the buffers, the signals. -1 with err. */
 static int setup(struct session *s, char *err)
 {
-    s->loop = ev_default_loop(EVFLAG_AUTO);
-    if (!s->loop) {
-        err_set(err, "cannot start: no event loop");
-        return -1;
-    }
+    if (!(s->loop = reaper_loop(err))) return -1;
     s->seen = seen_new(SESSION_DEDUP_WINDOW);
     if (!s->seen || requests_init(s) < 0) {
         err_set(err, "cannot start: out of memory");
@@ -220,7 +188,6 @@ static int setup(struct session *s, char *err)
     }
     output_init(s);
     buf_init(&s->tmp, 64 * 1024);
-    reaper_init(s->loop);
     if (pid1_init(s->loop, on_signal, s, err) < 0) return -1;
     pump_start(s);
     shutdown_init(s);
@@ -293,7 +260,14 @@ static int configure_and_run(struct session *s, int argc, char **argv)
     int help, code;
     double base;
 
-    if (parse_args(argc, argv, &cmd, &help) < 0) return EXIT_USAGE;
+    if (pid1_command_line(argc, argv, "session", &cmd, &help, err) < 0) {
+        log_error("%s", err);
+        return EXIT_USAGE;
+    }
+    if (!cmd && !help) {
+        log_error("session: no handler command (usage: session -- HANDLER [ARG...])");
+        return EXIT_USAGE;
+    }
     if (help) {
         fputs(session_usage, stdout);
         return 0;
@@ -304,7 +278,6 @@ static int configure_and_run(struct session *s, int argc, char **argv)
     }
     const char *path = getenv(ENV_MAILBOX);
     if (!path || !*path) path = DEFAULT_MAILBOX;
-    io_cloexec_inherited();
     if (setup(s, err) < 0) {
         log_error("%s", err);
         return EXIT_USAGE;

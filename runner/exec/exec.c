@@ -45,13 +45,10 @@ static int exec_start(struct exec_run *r, struct exec_opts *o)
         log_error("exec: out of memory");
         return -1;
     }
-    io_cloexec_inherited();
-    r->loop = ev_default_loop(EVFLAG_AUTO);
-    if (!r->loop) {
-        log_error("exec: cannot start the event loop");
+    if (!(r->loop = reaper_loop(err))) {
+        log_error("exec: %s", err);
         return -1;
     }
-    reaper_init(r->loop);
     /* The command's orphans become ours, and the reaper reaps them: a
      * zombie left in its group after a timeout (whose reaper, PID 1, may
      * never reap) cannot hold the call until --kill-after. */

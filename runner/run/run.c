@@ -213,34 +213,6 @@ static int prepare_result_path(char **path_out)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, char ***cmd, int *help)
-{
-    int i = 1;
-    *cmd = NULL;
-    *help = 0;
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            if (i >= argc) {
-                log_error("run: no command after --");
-                return -1;
-            }
-            break;
-        }
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            *help = 1;
-            return 0;
-        }
-        if (argv[i][0] == '-') {
-            log_error("run: unknown option '%s' (see run --help)", argv[i]);
-            return -1;
-        }
-        break; /* first word of the command */
-    }
-    if (i < argc) *cmd = argv + i;
-    return 0;
-}
-
 /* Everything run_main allocates, freed in one place on every path. */
 struct run_owned {
     struct nonce nonce;
@@ -256,7 +228,10 @@ static int run_prepare(int argc, char **argv, struct run_state *st, struct run_o
     int help;
 
     if (pid1_begin(&own->nonce) < 0) return -1;
-    if (parse_args(argc, argv, &st->cmd, &help) < 0) return -1;
+    if (pid1_command_line(argc, argv, "run", &st->cmd, &help, err) < 0) {
+        log_error("%s", err);
+        return -1;
+    }
     if (help) {
         fputs(run_usage, stdout);
         return 1;
@@ -279,13 +254,10 @@ static int run_prepare(int argc, char **argv, struct run_state *st, struct run_o
         return -1;
     }
     st->result_path = own->result_path;
-    io_cloexec_inherited();
-    st->loop = ev_default_loop(EVFLAG_AUTO);
-    if (!st->loop) {
-        log_error("cannot start the event loop");
+    if (!(st->loop = reaper_loop(err))) {
+        log_error("%s", err);
         return -1;
     }
-    reaper_init(st->loop);
     stop_init(&st->stop, on_grace_expired, st);
     if (pid1_init(st->loop, on_signal, st, err) < 0) {
         log_error("%s", err);
