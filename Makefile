@@ -10,7 +10,7 @@
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 60)
 #   make bench         speed and memory against tini, dumb-init, catatonit, ...
 #
-# Dependencies (libev, cJSON, libb64, http-parser) are Debian source packages
+# Dependencies (libev, cJSON, libb64, http-parser, zlib) are Debian source packages
 # fetched once into build/deps by deps/fetch.sh and checked against
 # deps/SHA256SUMS.
 # Missing Debian packages are installed by deps/packages.sh (root).
@@ -36,7 +36,7 @@ EV_DEFS := -DEV_STANDALONE=1 -DEV_USE_EPOLL=1 -DEV_USE_POLL=1 -DEV_USE_SELECT=0 
            -DEV_USE_TIMERFD=0 -DEV_USE_CLOCK_SYSCALL=0 -DEV_USE_PORT=0 \
            -DEV_USE_KQUEUE=0 -DEV_NO_THREADS=1
 
-INCLUDES := -I. -isystem $(DEPS)/libev -isystem $(DEPS)/cjson -isystem $(DEPS)/libb64/include -isystem $(DEPS)/http-parser
+INCLUDES := -I. -isystem $(DEPS)/libev -isystem $(DEPS)/cjson -isystem $(DEPS)/libb64/include -isystem $(DEPS)/http-parser -isystem $(DEPS)/zlib
 DEFS     := -D_GNU_SOURCE -DSA_VERSION='"$(VERSION)"' $(EV_DEFS)
 WARN     := -fno-strict-aliasing -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 
@@ -44,8 +44,10 @@ WARN     := -fno-strict-aliasing -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno
 SRC      := $(sort $(shell find agent runner inotify -name '*.c'))
 LIB_SRC  := $(filter-out agent/main.c,$(SRC))
 HDR      := $(sort $(shell find agent runner inotify -name '*.h'))
+# zlib: deflate and inflate only (no gz* file API, no compress/uncompress).
+ZLIB_SRC := $(addprefix $(DEPS)/zlib/,adler32.c crc32.c deflate.c inflate.c inffast.c inftrees.c trees.c zutil.c)
 DEP_SRC  := $(DEPS)/libev/ev.c $(DEPS)/cjson/cJSON.c $(DEPS)/libb64/src/cencode.c $(DEPS)/libb64/src/cdecode.c \
-            $(DEPS)/http-parser/http_parser.c
+            $(DEPS)/http-parser/http_parser.c $(ZLIB_SRC)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 

@@ -120,6 +120,16 @@ struct fs_write_opts {
 int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
              struct fs_err *e);
 
+/* The last step of an atomic write before the temporary file, filled, is
+ * fsynced and renamed into place: fd is the temporary file, replaced the
+ * path of the file it replaces (NULL: none yet). It may add to it
+ * (extended attributes) or refuse: a nonzero errno value aborts the write
+ * with it, the old file untouched and the temporary file gone. */
+typedef int (*fs_prepare_fn)(void *ctx, int fd, const char *replaced);
+/* fs_write (not append) with prepare called at that step. */
+int fs_write_prepared(const char *path, int in_fd, const struct fs_write_opts *o,
+                      fs_prepare_fn prepare, void *ctx, long long *bytes, struct fs_err *e);
+
 /* A regular file opened for reading: never a FIFO, a device or a /proc stream. */
 struct fs_file {
     int fd;

@@ -40,6 +40,7 @@ struct wsync {
     struct ev_loop *loop;
     int fd;
     int recursive;
+    uint32_t extra;        /* wsync_set_extra: more events on every watch */
     int mask_create;       /* kernel knows IN_MASK_CREATE (Linux 4.18) */
     char *root;
     size_t root_len;

@@ -72,14 +72,14 @@ int ws_place(struct wsync *s, struct wnode *n, struct wnode *parent, const char 
 static int add_watch(struct wsync *s, const char *p, int *existing)
 {
     *existing = 0;
-    int wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS | (s->mask_create ? IN_MASK_CREATE : 0));
+    int wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS | s->extra | (s->mask_create ? IN_MASK_CREATE : 0));
     if (wd < 0 && errno == EINVAL && s->mask_create) {
         s->mask_create = 0; /* older kernel: cannot tell new from existing */
-        wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS);
+        wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS | s->extra);
     }
     if (wd < 0 && errno == EEXIST) {
         *existing = 1;
-        wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS);
+        wd = inotify_add_watch(s->fd, p, WSYNC_SUB_FLAGS | s->extra);
     }
     return wd;
 }
