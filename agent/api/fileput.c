@@ -224,7 +224,12 @@ static void pump(struct put *up)
             conn_resume(up->c);
             return;
         } else if (!up->multipart && f) {
-            f->ending = 1; /* the body is the file: all of it is in */
+            /* The body is the file: all of it is in, if the gzip stream says so. */
+            if (up->gzip && !gz_inflate_complete(&up->gz)) {
+                put_fail(up, 400, "the gzip stream of the body is cut short");
+                return;
+            }
+            f->ending = 1;
         } else {
             finish(up);
             return;
