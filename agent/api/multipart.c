@@ -144,21 +144,19 @@ static size_t head(struct mp *m, const char *p, size_t n, struct mp_out *o)
     return n;
 }
 
-static size_t after(struct mp *m, const char *p, size_t n, struct mp_out *o);
+static size_t after(struct mp *m, const char *p, size_t n, size_t max, struct mp_out *o);
 
-/* A whole delimiter was matched, ending at p[used]: a part's end, or (after
- * the preamble) straight on to what follows it. */
-static size_t delimiter(struct mp *m, const char *p, size_t n, size_t used, struct mp_out *o)
+/* A whole delimiter was matched, ending at p[used]: what follows says
+ * whether it is one. */
+static size_t delimiter(struct mp *m, const char *p, size_t n, size_t used, size_t max,
+                        struct mp_out *o)
 {
-    int was_body = m->state == ST_BODY;
+    m->after_body = m->state == ST_BODY;
     m->state = ST_AFTER;
+    m->confirmed = 0;
     m->match = 0;
     m->pad = 0;
-    if (was_body) {
-        o->ev = MP_PART_END;
-        return used;
-    }
-    return used + after(m, p + used, n - used, o);
+    return used + after(m, p + used, n - used, max, o);
 }
 
 /* ST_PREAMBLE and ST_BODY: look for the delimiter; in a body, hand out the
@@ -179,7 +177,7 @@ static size_t scan(struct mp *m, const char *p, size_t n, size_t max, struct mp_
         if (m->match > 0) {
             if (p[i] == m->delim[m->match]) {
                 i++;
-                if (++m->match == m->dlen) return delimiter(m, p, n, i, o);
+                if (++m->match == m->dlen) return delimiter(m, p, n, i, max, o);
                 continue;
             }
             size_t held = m->match; /* not a delimiter: the held bytes are data */
@@ -211,11 +209,35 @@ static size_t scan(struct mp *m, const char *p, size_t n, size_t max, struct mp_
     return n;
 }
 
+/* "--boundary" followed by something else than "--", blanks or CRLF is
+ * not a delimiter (a boundary that prefixes the data, as Go's reader takes
+ * it): its bytes are data again, and c (at p[i]) is looked at anew. */
+static size_t not_delimiter(struct mp *m, const char *p, size_t n, size_t i, size_t max,
+                            struct mp_out *o)
+{
+    m->state = m->after_body ? ST_BODY : ST_PREAMBLE;
+    if (!m->after_body) return i + scan(m, p + i, n - i, max, o);
+    m->held_end = m->dlen;
+    o->ev = MP_DATA;
+    o->data = m->delim;
+    o->len = m->dlen < max ? m->dlen : max;
+    m->held_off = o->len;
+    return i;
+}
+
 /* ST_AFTER, ST_CLOSE, ST_LF: what follows a delimiter. */
-static size_t after(struct mp *m, const char *p, size_t n, struct mp_out *o)
+static size_t after(struct mp *m, const char *p, size_t n, size_t max, struct mp_out *o)
 {
     for (size_t i = 0; i < n; i++) {
         char c = p[i];
+        if (m->state == ST_AFTER && !m->confirmed) {
+            if (c != '-' && c != ' ' && c != '\t' && c != '\r') return not_delimiter(m, p, n, i, max, o);
+            m->confirmed = 1;
+            if (m->after_body) { /* the part ends here; c is looked at next */
+                o->ev = MP_PART_END;
+                return i;
+            }
+        }
         if (m->state == ST_CLOSE) {
             if (c != '-') return error(m, "bad close delimiter", o);
             m->state = ST_EPILOGUE;
@@ -245,7 +267,7 @@ size_t mp_feed(struct mp *m, const char *p, size_t n, size_t max, struct mp_out 
     if (max == 0) max = 1;
     switch (m->state) {
     case ST_PREAMBLE: case ST_BODY: return scan(m, p, n, max, o);
-    case ST_AFTER: case ST_CLOSE: case ST_LF: return after(m, p, n, o);
+    case ST_AFTER: case ST_CLOSE: case ST_LF: return after(m, p, n, max, o);
     case ST_HEAD: return head(m, p, n, o);
     case ST_EPILOGUE: o->ev = MP_DONE; return n;
     default: o->ev = MP_ERROR; return 0;

@@ -50,6 +50,7 @@ struct mp {
     size_t match;                 /* delimiter bytes matched (held back) */
     size_t held_off, held_end;    /* a failed match still to hand out as data */
     size_t pad;                   /* transport padding seen */
+    int after_body, confirmed;    /* a delimiter just matched: after a part? is it one? */
     struct buf head;              /* the part's header block */
     char *name;                   /* the part's form name ("" when none) */
     char *filename;               /* its filename (filename* preferred), or NULL */
