@@ -202,7 +202,10 @@ static void pump(struct put *up)
 {
     for (;;) {
         struct file *f = up->cur;
-        if (f && (f->committed || f->broken)) return; /* its helper's result comes */
+        if (f && (f->committed || f->broken)) { /* its helper's result comes */
+            conn_pause(up->c);
+            return;
+        }
         if (up->out_len) {
             flush_out(up);
             if (up->out_len) {

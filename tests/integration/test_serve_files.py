@@ -13,7 +13,9 @@ import datetime
 import gzip
 import hashlib
 import os
+import select
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -281,6 +283,26 @@ def test_upload_100_files_in_one_multipart_request(fs, tmp_path):
     assert temp_files(tmp_path / "m") == []
 
 
+def test_upload_multipart_of_large_files_streams(fs, tmp_path):
+    block = os.urandom(1 << 20)
+    sums = []
+
+    def data(k):
+        h = hashlib.sha256()
+        sums.append(h)
+        for i in range(40):
+            chunk = struct.pack(">QQ", k, i) + block[16:]
+            h.update(chunk)
+            yield chunk
+
+    files = [(str(tmp_path / ("large%d" % k)), data(k)) for k in range(3)]
+    st, out = fs.post_multipart(files)
+    assert st == 200 and len(out) == 3, out
+    for k in range(3):
+        with open(tmp_path / ("large%d" % k), "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == sums[k].hexdigest()
+
+
 def test_upload_multipart_with_path_query_and_other_fields(fs, tmp_path):
     target = tmp_path / "one"
     boundary = "xyz"
@@ -375,6 +397,50 @@ def test_upload_cut_mid_body_leaves_old_file_and_no_temp(serve, tmp_path, kind):
     wait_until(lambda: temp_files(tmp_path) == [], what="the temporary file to be removed")
     assert t.read_bytes() == b"old contents"
     assert a.client.call("Stat", {"path": str(t)})["entry"]["size"] == "12"
+
+
+def test_a_stuck_upload_holds_no_other_client(serve, tmp_path):
+    """A helper that stops (a hung disk, here SIGSTOP) stops its own upload
+    only: the loop serves everyone else, and the upload finishes after."""
+    a = serve()
+    t = tmp_path / "slow.bin"
+    head = b"POST " + a.client.query(str(t)).encode() + b" HTTP/1.1\r\nHost: a\r\n" \
+        b"Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    s = raw_upload(a.sock, head, [b"1000\r\n" + b"s" * 0x1000 + b"\r\n"])
+    wait_until(lambda: temp_files(tmp_path) != [], what="the upload's temporary file")
+    with open("/proc/%d/task/%d/children" % (a.proc.pid, a.proc.pid)) as f:
+        helpers = [int(p) for p in f.read().split()]
+    assert len(helpers) == 1
+    os.kill(helpers[0], signal.SIGSTOP)
+    try:
+        data = memoryview((b"100000\r\n" + b"s" * 0x100000 + b"\r\n") * 16)
+        off = 0
+        s.setblocking(False)
+        # Until the agent stops reading (its helper's pipe is full): the
+        # socket then stays unwritable.
+        while off < len(data) and select.select([], [s], [], 0.5)[1]:
+            try:
+                off += s.send(data[off:off + 65536])
+            except BlockingIOError:
+                pass
+        assert off < len(data)
+        (tmp_path / "other").write_bytes(b"x")
+        assert a.client.call("Stat", {"path": str(tmp_path / "other")})["entry"]["size"] == "1"
+        assert len(a.client.call("ListDir", {"path": str(tmp_path)})["entries"]) >= 1
+        assert a.client.get_file(str(tmp_path / "other"))[2] == b"x"
+    finally:
+        os.kill(helpers[0], signal.SIGCONT)
+    s.settimeout(TIMEOUT)
+    s.sendall(data[off:])
+    s.sendall(b"0\r\n\r\n")
+    reply = b""
+    while b"\r\n\r\n" not in reply or not reply.endswith(b"]"):
+        piece = s.recv(65536)
+        assert piece, reply
+        reply += piece
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 200"), reply
+    assert os.path.getsize(t) == 0x1000 + 16 * 0x100000
 
 
 def test_upload_to_a_full_disk_is_507(fs, tmp_path):
@@ -551,12 +617,12 @@ def test_watch_overflow_is_reported_not_silent(serve, tmp_path):
         assert s.next() == {"start": {}}
         with open("/proc/sys/fs/inotify/max_queued_events") as f:
             limit = int(f.read())
-        a.proc.send_signal(__import__("signal").SIGSTOP)
+        a.proc.send_signal(signal.SIGSTOP)
         try:
             for i in range(limit // 2 + 1000):
                 os.close(os.open(root / ("f%d" % i), os.O_CREAT | os.O_WRONLY, 0o644))
         finally:
-            a.proc.send_signal(__import__("signal").SIGCONT)
+            a.proc.send_signal(signal.SIGCONT)
         while s.next(timeout=TIMEOUT) is not None:
             pass
         assert s.end["error"]["code"] == "data_loss", s.end
