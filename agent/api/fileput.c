@@ -21,6 +21,7 @@
  */
 #include "agent/api/filesrt.h"
 #include "agent/api/fileput.h"
+#include "agent/api/fsentry.h"
 #include "agent/api/fsjob.h"
 #include "agent/api/fspath.h"
 #include "agent/api/gz.h"
@@ -245,6 +246,19 @@ void put_pump(struct put *up) { pump(up); }
 
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents) { pump(w->data); }
 
+/* , "metadata": {...} of what this upload set (nothing when it set none). */
+static int reply_meta(struct put *up)
+{
+    size_t plen = strlen(FSENTRY_XATTR_PREFIX);
+    for (size_t i = 0; i < up->nmeta; i++) {
+        const struct put_meta *m = &up->meta[i];
+        if (buf_puts(&up->reply, i ? ", " : ", \"metadata\": {") < 0 || jsonw_cstr(&up->reply, m->name + plen) < 0 ||
+            buf_puts(&up->reply, ": ") < 0 || jsonw_str(&up->reply, m->value, m->vlen, JSONW_SURROGATEESCAPE) < 0)
+            return -1;
+    }
+    return up->nmeta ? buf_putc(&up->reply, '}') : 0;
+}
+
 /* A file's helper finished: its entry in the reply, or the upload fails. */
 void put_file_done(void *ctx, int32_t status, const char *data, size_t n)
 {
@@ -264,7 +278,7 @@ void put_file_done(void *ctx, int32_t status, const char *data, size_t n)
     int bad = (up->files > 1 && buf_puts(&up->reply, ", ") < 0) || buf_puts(&up->reply, "{\"name\": ") < 0 ||
               jsonw_str(&up->reply, name, nlen, JSONW_SURROGATEESCAPE) < 0 ||
               buf_puts(&up->reply, ", \"type\": \"file\", \"path\": ") < 0 ||
-              jsonw_cstr(&up->reply, f->path) < 0 || buf_putc(&up->reply, '}') < 0;
+              jsonw_cstr(&up->reply, f->path) < 0 || reply_meta(up) < 0 || buf_putc(&up->reply, '}') < 0;
     file_free(f);
     if (bad) {
         put_fail(up, 400, "the reply would pass 16 MiB: upload fewer files at a time");

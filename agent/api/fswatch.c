@@ -161,6 +161,13 @@ static void on_event(void *ctx, uint32_t mask, const char *path, size_t n, const
         }
         return;
     }
+    /* The file service's own temporary files (an atomic write's, a move's)
+     * are not the client's business: envd writes in place, and the rename
+     * into place shows as the target's CREATE. */
+    size_t rn;
+    const char *rel = relative(w, path, n, &rn), *slash = memrchr(rel, '/', rn);
+    size_t off = slash ? (size_t)(slash + 1 - rel) : 0;
+    if (fs_is_tmp_name(rel + off, rn - off)) return;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !w->halted; i++)
         if (mask & kinds[i].mask) one_event(w, kinds[i].type, kinds[i].has_entry, path, n);
 }

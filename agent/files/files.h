@@ -71,6 +71,12 @@ char *fs_strip_slashes(const char *path);
  * more bytes still fit after it. Returns the length written. */
 int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack);
 
+/* 1 when name (n bytes, one component) is a temporary name the service makes
+ * beside a target while writing or moving it: ".NAME.sbx-" and letters,
+ * digits or '-'. A watcher may leave such files out: they are the service's
+ * own, and their rename into place is the target's event. */
+int fs_is_tmp_name(const char *name, size_t n);
+
 /* ---- the operations ---- */
 
 /* Called once per entry of a listing, in readdir order. Returns 0 to go on,

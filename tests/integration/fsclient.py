@@ -237,14 +237,14 @@ class Agent:
         self.proc = subprocess.Popen([binary, "serve"], env=clean_env(**env), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      preexec_fn=preexec)
-        self.client = FsClient(self.sock)
+        self.client = FsClient(self.sock, env.get("SANDBOX_AGENT_TOKEN"))
         self.err = None
         deadline = time.monotonic() + 20
         while True:
             assert self.proc.poll() is None, "agent exited: %r" % (self.proc.communicate()[1],)
             try:
                 c = self.client.conn(timeout=2)
-                c.request("GET", "/health")
+                c.request("GET", "/health", headers=self.client.headers())
                 if c.getresponse().status == 204:
                     c.close()
                     return

@@ -350,8 +350,8 @@ def test_upload_bad_gzip_leaves_old_file(fs, tmp_path):
 
 def test_upload_metadata_round_trip(fs, tmp_path):
     p = tmp_path / "meta"
-    st, _ = fs.post_octet(str(p), b"m", headers={"X-Metadata-Owner-Team": "Blue Team", "X-Metadata-k": "v"})
-    assert st == 200
+    st, out = fs.post_octet(str(p), b"m", headers={"X-Metadata-Owner-Team": "Blue Team", "X-Metadata-k": "v"})
+    assert st == 200 and out[0]["metadata"] == {"owner-team": "Blue Team", "k": "v"}
     assert os.getxattr(p, "user.e2b.owner-team") == b"Blue Team" and os.getxattr(p, "user.e2b.k") == b"v"
     assert fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"owner-team": "Blue Team", "k": "v"}
     # Replacing the file keeps what is not set again.
@@ -567,6 +567,35 @@ def test_watch_sees_mkdir_p_then_touch_in_full(fs, tmp_path):
         assert ("a/b/c/f", "EVENT_TYPE_RENAME") in kinds and ("a/g", "EVENT_TYPE_CREATE") in kinds
     finally:
         s.close()
+
+
+def test_watch_sees_an_upload_as_envd_does(fs, tmp_path):
+    """The atomic write's temporary file is the agent's own: the watch shows
+    the file written, as envd's in-place write would."""
+    root = tmp_path / "up"
+    root.mkdir()
+    s = fs.stream("WatchDir", {"path": str(root)})
+    try:
+        assert s.next() == {"start": {}}
+        assert fs.post_octet(str(root / "w.txt"), b"x" * 100000)[0] == 200
+        assert fs.post_octet(str(root / "w.txt"), b"again")[0] == 200
+        fs.call("MakeDir", {"path": str(root / "made")})
+        evs = s.events(lambda got: "made" in creates(got))
+        assert {e["name"] for e in evs} == {"w.txt", "made"}, evs
+    finally:
+        s.close()
+
+
+def test_token_guards_files_too(serve, tmp_path):
+    a = serve(SANDBOX_AGENT_TOKEN="s3cret")
+    a.client.token = None
+    (tmp_path / "f").write_bytes(b"x")
+    st, _, body = a.client.get_file(str(tmp_path / "f"))
+    assert st == 401
+    assert a.client.post_octet(str(tmp_path / "g"), b"x")[0] == 401 and not (tmp_path / "g").exists()
+    a.client.token = "s3cret"
+    assert a.client.get_file(str(tmp_path / "f"))[2] == b"x"
+    assert a.client.call("Stat", {"path": str(tmp_path / "f")})["entry"]["size"] == "1"
 
 
 def test_watch_not_recursive_and_hostile_names(fs, tmp_path):
