@@ -69,6 +69,7 @@ static int arm(struct wsync *s)
         return -1;
     }
     s->have_tree = 1;
+    s->t.extra = s->extra;
     s->relist_marks = 0;
     s->mover_next = 0;
     memset(s->movers, 0, sizeof s->movers);
