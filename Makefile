@@ -13,7 +13,7 @@
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 60)
 #   make bench         speed and memory against tini, dumb-init, catatonit, ...
 #
-# Dependencies (libev, cJSON, libb64, http-parser) are Debian source packages
+# Dependencies (libev, cJSON, libb64, http-parser, zlib) are Debian source packages
 # fetched once into build/deps by deps/fetch.sh and checked against
 # deps/SHA256SUMS.
 # Missing Debian packages are installed by deps/packages.sh (root).
@@ -41,7 +41,7 @@ EV_DEFS := -DEV_STANDALONE=1 -DEV_USE_EPOLL=1 -DEV_USE_POLL=1 -DEV_USE_SELECT=0 
            -DEV_USE_TIMERFD=0 -DEV_USE_CLOCK_SYSCALL=0 -DEV_USE_PORT=0 \
            -DEV_USE_KQUEUE=0 -DEV_NO_THREADS=1
 
-INCLUDES := -I. -isystem $(DEPS)/libev -isystem $(DEPS)/cjson -isystem $(DEPS)/libb64/include -isystem $(DEPS)/http-parser
+INCLUDES := -I. -isystem $(DEPS)/libev -isystem $(DEPS)/cjson -isystem $(DEPS)/libb64/include -isystem $(DEPS)/http-parser -isystem $(DEPS)/zlib
 DEFS     := -D_GNU_SOURCE -DSA_VERSION='"$(VERSION)"' $(EV_DEFS)
 WARN     := -fno-strict-aliasing -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 
@@ -49,14 +49,21 @@ WARN     := -fno-strict-aliasing -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno
 SRC      := $(sort $(shell find agent runner inotify -name '*.c'))
 LIB_SRC  := $(filter-out agent/main.c,$(SRC))
 HDR      := $(sort $(shell find agent runner inotify -name '*.h'))
+# zlib: deflate and inflate only (no gz* file API, no compress/uncompress).
+ZLIB_SRC := $(addprefix $(DEPS)/zlib/,adler32.c crc32.c deflate.c inflate.c inffast.c inftrees.c trees.c zutil.c)
 DEP_SRC  := $(DEPS)/libev/ev.c $(DEPS)/cjson/cJSON.c $(DEPS)/libb64/src/cencode.c $(DEPS)/libb64/src/cdecode.c \
-            $(DEPS)/http-parser/http_parser.c
+            $(DEPS)/http-parser/http_parser.c $(ZLIB_SRC)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 # Variant "musl": the shipped binary.
 MUSL_CC     := musl-gcc
-MUSL_CFLAGS := -std=c11 -O2 -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
+# Our code for speed; the dependencies for size (the binary's goal is 400 KB
+# with everything: -Os on them saves ~20 KB, and the hot paths are ours or the
+# kernel's, splice and friends).
+MUSL_OPT    ?= -O2
+MUSL_DEP_OPT ?= -Os
+MUSL_CFLAGS := -std=c11 $(MUSL_OPT) -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections
 
 # Variant "asan": the tests' copy, glibc, AddressSanitizer + UBSan.
@@ -106,7 +113,7 @@ deps: $(DEPS)/.stamp
 # ---- the static binary ----------------------------------------------------
 $(B)/musl/deps/%.o: $(DEPS)/.stamp $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
-	$(MUSL_CC) -std=gnu11 -O2 -w -ffunction-sections -fdata-sections $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
+	$(MUSL_CC) -std=gnu11 $(MUSL_DEP_OPT) -w -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
 $(B)/musl/%.o: %.c $(HDR) $(DEPS)/.stamp $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) $(MUSL_CFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@

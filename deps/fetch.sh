@@ -34,9 +34,9 @@ SRC
         apt-get update -qq >&2
     fi
     # --tar-only: the upstream tarballs only; Debian's packaging is not needed.
-    apt-get source --download-only --tar-only libev cjson libb64 http-parser >&2 || {
+    apt-get source --download-only --tar-only libev cjson libb64 http-parser zlib >&2 || {
         apt-get update -qq >&2
-        apt-get source --download-only --tar-only libev cjson libb64 http-parser >&2
+        apt-get source --download-only --tar-only libev cjson libb64 http-parser zlib >&2
     }
 fi
 
@@ -44,9 +44,11 @@ if ! sha256sum --check --strict --quiet "$here/SHA256SUMS"; then
     echo "deps/fetch.sh: a dependency tarball does not match deps/SHA256SUMS; refusing to build" >&2
     exit 1
 fi
-rm -rf libev cjson libb64 http-parser
-mkdir libev cjson libb64 http-parser
+rm -rf libev cjson libb64 http-parser zlib
+mkdir libev cjson libb64 http-parser zlib
 tar -xzf libev_4.33.orig.tar.gz -C libev --strip-components=1
 tar -xzf cjson_1.7.15.orig.tar.gz -C cjson --strip-components=1
 tar -xzf libb64_1.2.orig.tar.gz -C libb64 --strip-components=1
 tar -xzf http-parser_2.9.4.orig.tar.gz -C http-parser --strip-components=1
+# zlib: only its deflate and inflate sources are built (see the Makefile).
+tar -xjf zlib_1.2.13.dfsg.orig.tar.bz2 -C zlib --strip-components=1

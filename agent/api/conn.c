@@ -42,7 +42,8 @@ void conn_set_hooks(struct conn *c, const struct conn_hooks *h) { c->hooks = *h;
 static double state_limit(const struct conn *c)
 {
     switch (c->st) {
-    case ST_HEAD: case ST_BODY: return c->srv->timeout;
+    case ST_HEAD: return c->srv->timeout;
+    case ST_BODY: return c->paused ? 0 : c->srv->timeout; /* our wait, not the client's */
     case ST_RESPOND: return c->streaming || !outq_len(&c->out) ? 0 : c->srv->timeout;
     case ST_LINGER: return CONN_LINGER_SECONDS;
     default: return 0;
@@ -113,7 +114,7 @@ void conn_maybe_next(struct conn *c)
     }
     httpreq_reset(&c->req);
     c->got_bytes = c->have_head = c->req_done = c->responded = c->finished = 0;
-    c->streaming = c->blocked = 0;
+    c->streaming = c->blocked = c->paused = 0;
     c->discarded = 0;
     c->st = ST_HEAD;
     c->since = ev_now(c->srv->loop);
@@ -275,6 +276,23 @@ struct conn *conn_open(struct server *s, int fd)
     conn_timer_arm(c);
     log_debug("serve: connection %u opened", c->id);
     return c;
+}
+
+void conn_pause(struct conn *c)
+{
+    if (c->dying || c->paused) return;
+    c->paused = 1;
+    ev_io_stop(c->srv->loop, &c->rio);
+    conn_timer_arm(c);
+}
+
+void conn_resume(struct conn *c)
+{
+    if (c->dying || !c->paused) return;
+    c->paused = 0;
+    c->since = ev_now(c->srv->loop);
+    ev_io_start(c->srv->loop, &c->rio);
+    conn_timer_arm(c);
 }
 
 void conn_stop(struct conn *c)

@@ -25,6 +25,7 @@
 
 #include <ev.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Stream back-pressure: conn_write returns 0 at CONN_HIGH_WATER queued
  * bytes; hooks.more runs when the queue is below CONN_LOW_WATER again. */
@@ -62,12 +63,23 @@ int conn_respond(struct conn *c, int status, const char *ctype, const char *extr
                  const void *body, size_t n);
 /* A streamed response: chunked for HTTP/1.1, ended by closing for HTTP/1.0. */
 int conn_stream_begin(struct conn *c, int status, const char *ctype, const char *extra);
+/* A streamed response of exactly length bytes (Content-Length): the writes
+ * must add up to it before conn_stream_end (a producer that cannot finish
+ * drops the connection with conn_kill). */
+int conn_stream_begin_length(struct conn *c, int status, const char *ctype, const char *extra,
+                             uint64_t length);
 /* Queue p[0..n) of the stream. Returns 1 (queued, room for more), 0 (queued,
  * now full: wait for hooks.more) or -1 (not queued: the connection is going,
  * or the producer ignored a 0 past CONN_QUEUE_MAX and lost the connection). */
 int conn_write(struct conn *c, const void *p, size_t n);
 /* The stream is complete. Returns 0 or -1. */
 int conn_stream_end(struct conn *c);
+
+/* Stop reading the request (its body's sink cannot take more for now),
+ * and go on. While paused the body timeout does not run: the wait is ours.
+ * Bytes already read are still parsed and handed to the sink. */
+void conn_pause(struct conn *c);
+void conn_resume(struct conn *c);
 
 /* For the server (server.c). */
 struct conn *conn_open(struct server *s, int fd);

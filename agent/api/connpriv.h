@@ -38,6 +38,7 @@ struct conn {
     unsigned blocked : 1;     /* conn_write returned 0: call more when drained */
     unsigned close_after : 1;
     unsigned dying : 1;
+    unsigned paused : 1;      /* conn_pause: the body's sink is full */
 };
 
 /* (Re)arm the timer of the state; the wait counts from c->since. */

@@ -50,7 +50,7 @@ static void finish(struct conn *c)
 
 /* Begin a response: the head, with the framing and Connection it needs. */
 static int begin(struct conn *c, int status, const char *ctype, const char *extra,
-                 enum httpresp_framing framing, size_t length)
+                 enum httpresp_framing framing, uint64_t length)
 {
     if (c->dying || c->responded) return -1;
     if (!c->req_done && httpreq_body_expected(&c->req)) c->close_after = 1; /* body unread */
@@ -88,6 +88,16 @@ int conn_stream_begin(struct conn *c, int status, const char *ctype, const char 
     int chunked = httpreq_http11(&c->req);
     if (begin(c, status, ctype, extra, chunked ? HTTPRESP_CHUNKED : HTTPRESP_EOF, 0) < 0)
         return -1;
+    c->streaming = 1;
+    if (conn_flush(c) < 0) return -1;
+    conn_timer_arm(c);
+    return 0;
+}
+
+int conn_stream_begin_length(struct conn *c, int status, const char *ctype, const char *extra,
+                             uint64_t length)
+{
+    if (begin(c, status, ctype, extra, HTTPRESP_LENGTH, length) < 0) return -1;
     c->streaming = 1;
     if (conn_flush(c) < 0) return -1;
     conn_timer_arm(c);

@@ -10,6 +10,8 @@
 #include "agent/api/routes.h"
 #include "agent/api/auth.h"
 #include "agent/api/procrpc.h"
+#include "agent/api/filesrt.h"
+#include "agent/api/fsrpc.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/protocol.h"
 
@@ -26,15 +28,15 @@ static const struct rpc_method methods[] = {
     {"/process.Process/SendSignal", RPC_KIND_UNARY, procrpc_send_signal},
     {"/process.Process/CloseStdin", RPC_KIND_UNARY, procrpc_close_stdin},
     {"/process.Process/Update", RPC_KIND_UNARY, procrpc_update},
-    {"/filesystem.Filesystem/Stat", RPC_KIND_UNARY, NULL},
-    {"/filesystem.Filesystem/MakeDir", RPC_KIND_UNARY, NULL},
-    {"/filesystem.Filesystem/Move", RPC_KIND_UNARY, NULL},
-    {"/filesystem.Filesystem/ListDir", RPC_KIND_UNARY, NULL},
-    {"/filesystem.Filesystem/Remove", RPC_KIND_UNARY, NULL},
-    {"/filesystem.Filesystem/WatchDir", RPC_KIND_STREAM, NULL},
-    {"/filesystem.Filesystem/CreateWatcher", RPC_KIND_UNARY, NULL},
-    {"/filesystem.Filesystem/GetWatcherEvents", RPC_KIND_UNARY, NULL},
-    {"/filesystem.Filesystem/RemoveWatcher", RPC_KIND_UNARY, NULL},
+    {"/filesystem.Filesystem/Stat", RPC_KIND_UNARY, fsrpc_stat},
+    {"/filesystem.Filesystem/MakeDir", RPC_KIND_UNARY, fsrpc_make_dir},
+    {"/filesystem.Filesystem/Move", RPC_KIND_UNARY, fsrpc_move},
+    {"/filesystem.Filesystem/ListDir", RPC_KIND_UNARY, fsrpc_list_dir},
+    {"/filesystem.Filesystem/Remove", RPC_KIND_UNARY, fsrpc_remove},
+    {"/filesystem.Filesystem/WatchDir", RPC_KIND_STREAM, fsrpc_watch_dir},
+    {"/filesystem.Filesystem/CreateWatcher", RPC_KIND_UNARY, fsrpc_create_watcher},
+    {"/filesystem.Filesystem/GetWatcherEvents", RPC_KIND_UNARY, fsrpc_get_watcher_events},
+    {"/filesystem.Filesystem/RemoveWatcher", RPC_KIND_UNARY, fsrpc_remove_watcher},
 };
 
 const struct rpc_method *routes_method(const char *path)
@@ -81,6 +83,10 @@ static void on_head(struct conn *c, void *ctx)
         rpc_error_response(c, RPC_UNAUTHENTICATED, "missing or wrong " HEADER_ACCESS_TOKEN, NULL);
         return;
     }
+    if (!strcmp(path, ROUTE_FILES)) {
+        files_on_head(c);
+        return;
+    }
     if (is_rest(path)) {
         if (httpreq_method(r) != HTTP_GET)
             rpc_http_error(c, 405, RPC_UNIMPLEMENTED, "only GET", "Allow: GET\r\n");
@@ -119,7 +125,9 @@ static void on_request(struct conn *c, void *ctx)
 {
     struct httpreq *r = conn_req(c);
     const char *path = httpreq_path(r);
-    if (!strcmp(path, ROUTE_HEALTH)) {
+    if (!strcmp(path, ROUTE_FILES)) {
+        files_on_request(c);
+    } else if (!strcmp(path, ROUTE_HEALTH)) {
         conn_respond(c, 204, NULL, NULL, "", 0);
     } else if (!strcmp(path, ROUTE_ENVS)) {
         struct buf b;

@@ -8,6 +8,7 @@
  */
 #include "agent/api/rpcpriv.h"
 #include "agent/api/auth.h"
+#include "agent/core/jsonbytes.h"
 #include "agent/core/jsoncheck.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
@@ -321,8 +322,20 @@ cJSON *rpc_parse_json(const char *json, size_t n, const char **why)
         *why = "the request message is not a JSON object";
         return NULL;
     }
-    cJSON *msg = cJSON_ParseWithLength(json, n);
-    if (!msg) *why = "out of memory decoding the request";
+    /* A C string ends at a NUL: "a\u0000b" would name "a". */
+    if (jc.has_nul) {
+        *why = "a string of the request message holds \\u0000";
+        return NULL;
+    }
+    /* \udcXX escapes (bytes that are not UTF-8) become the bytes again. */
+    char *text = malloc(n);
+    cJSON *msg = NULL;
+    if (text) {
+        memcpy(text, json, n);
+        msg = cJSON_ParseWithLength(text, json_unescape_bytes(text, n));
+        free(text);
+    }
+    if (!msg) *why = "the request message cannot be decoded";
     return msg;
 }
 

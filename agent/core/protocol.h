@@ -67,6 +67,11 @@
 #define HEADER_ACCESS_TOKEN "X-Access-Token"
 #define ROUTE_HEALTH "/health"
 #define ROUTE_ENVS "/envs"
+/* serve's file transfer (README "sandbox-agent serve", the filesystem API):
+ * the route, the metadata headers of an upload, the default user. */
+#define ROUTE_FILES "/files"
+#define HEADER_METADATA_PREFIX "X-Metadata-"
+#define ENV_USER "SANDBOX_AGENT_USER"
 
 /* session: error codes of the replies the agent makes itself. */
 #define SESSION_ERR_BAD_REQUEST "bad_request"

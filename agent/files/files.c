@@ -59,6 +59,22 @@ int fs_fail_fd(struct fs_err *e, int errnum)
 
 /* ---- paths ---- */
 
+int fs_is_tmp_name(const char *name, size_t n)
+{
+    static const char mark[] = ".sbx-";
+    size_t m = sizeof mark - 1;
+    if (n < m + 2 || name[0] != '.') return 0;
+    size_t at = n;
+    for (size_t i = n - m; i >= 1 && at == n; i--)
+        if (!memcmp(name + i, mark, m)) at = i;
+    if (at == n || at + m == n) return 0;
+    for (size_t i = at + m; i < n; i++) {
+        char c = name[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-')) return 0;
+    }
+    return 1;
+}
+
 char *fs_join(const char *dir, const char *name)
 {
     size_t dl = strlen(dir), nl = strlen(name);

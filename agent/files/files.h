@@ -71,6 +71,12 @@ char *fs_strip_slashes(const char *path);
  * more bytes still fit after it. Returns the length written. */
 int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack);
 
+/* 1 when name (n bytes, one component) is a temporary name the service makes
+ * beside a target while writing or moving it: ".NAME.sbx-" and letters,
+ * digits or '-'. A watcher may leave such files out: they are the service's
+ * own, and their rename into place is the target's event. */
+int fs_is_tmp_name(const char *name, size_t n);
+
 /* ---- the operations ---- */
 
 /* Called once per entry of a listing, in readdir order. Returns 0 to go on,
@@ -119,6 +125,16 @@ struct fs_write_opts {
  * signal handler can find it). Errors of in_fd have e->at_fd set. */
 int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
              struct fs_err *e);
+
+/* The last step of an atomic write before the temporary file, filled, is
+ * fsynced and renamed into place: fd is the temporary file, replaced the
+ * path of the file it replaces (NULL: none yet). It may add to it
+ * (extended attributes) or refuse: a nonzero errno value aborts the write
+ * with it, the old file untouched and the temporary file gone. */
+typedef int (*fs_prepare_fn)(void *ctx, int fd, const char *replaced);
+/* fs_write (not append) with prepare called at that step. */
+int fs_write_prepared(const char *path, int in_fd, const struct fs_write_opts *o,
+                      fs_prepare_fn prepare, void *ctx, long long *bytes, struct fs_err *e);
 
 /* A regular file opened for reading: never a FIFO, a device or a /proc stream. */
 struct fs_file {

@@ -129,14 +129,22 @@ static mode_t new_mode(const struct target *t, const struct fs_write_opts *o)
     return 0666 & ~um;
 }
 
+/* fs_write_prepared's hook, or none. */
+struct prepare {
+    fs_prepare_fn fn;
+    void *ctx;
+};
+
 /* Fill the temporary file fd (closed here) from in_fd. Returns 0, or an
  * errno value with *read_side saying whether in_fd failed. */
 static int fill_tmp(int fd, int in_fd, const char *path, const struct target *t,
-                    const struct fs_write_opts *o, long long *bytes, int *read_side)
+                    const struct fs_write_opts *o, const struct prepare *pp, long long *bytes,
+                    int *read_side)
 {
     int e = 0;
     *bytes = copy_in(in_fd, fd, read_side);
     if (*bytes < 0) e = errno;
+    if (!e && pp->fn) e = pp->fn(pp->ctx, fd, t->exists ? t->path : NULL);
     /* Replacing someone's file as root keeps it theirs. */
     if (!e && t->exists && geteuid() == 0 && fchown(fd, t->st.st_uid, t->st.st_gid) < 0)
         log_debug("fs write: cannot keep the owner of %s: %s", path, strerror(errno));
@@ -146,7 +154,8 @@ static int fill_tmp(int fd, int in_fd, const char *path, const struct target *t,
 }
 
 static int write_atomic(const char *path, const struct target *t, int in_fd,
-                        const struct fs_write_opts *o, long long *bytes, struct fs_err *e)
+                        const struct fs_write_opts *o, const struct prepare *pp, long long *bytes,
+                        struct fs_err *e)
 {
     /* ".NAME.sbx-XXXXXX" beside the target, so the rename stays within one
      * filesystem; the name part is cut short enough to stay under NAME_MAX. */
@@ -158,7 +167,7 @@ static int write_atomic(const char *path, const struct target *t, int in_fd,
     int fd = mkostemp(tmp_path, O_CLOEXEC);
     int en = fd < 0 ? errno : 0, read_side = 0;
     if (fd >= 0) {
-        en = fill_tmp(fd, in_fd, path, t, o, bytes, &read_side);
+        en = fill_tmp(fd, in_fd, path, t, o, pp, bytes, &read_side);
         if (!en && rename(tmp_path, t->path) < 0) en = errno;
         if (en) unlink(tmp_path);
     }
@@ -168,17 +177,33 @@ static int write_atomic(const char *path, const struct target *t, int in_fd,
     return read_side ? fs_fail_fd(e, en) : fs_fail(e, en, path);
 }
 
-int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
-             struct fs_err *e)
+static int write_file(const char *path, int in_fd, const struct fs_write_opts *o,
+                      const struct prepare *pp, long long *bytes, struct fs_err *e)
 {
     if (!*path) return fs_fail(e, ENOENT, path);
     if (o->parents && fs_make_parents(path) < 0) return fs_fail(e, errno, path);
     struct target t;
     int r = find_target(path, &t, e);
     if (r == 0) r = o->append ? write_append(path, &t, in_fd, o, bytes, e)
-                              : write_atomic(path, &t, in_fd, o, bytes, e);
+                              : write_atomic(path, &t, in_fd, o, pp, bytes, e);
     free(t.resolved);
     return r;
+}
+
+int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
+             struct fs_err *e)
+{
+    static const struct prepare none;
+    return write_file(path, in_fd, o, &none, bytes, e);
+}
+
+int fs_write_prepared(const char *path, int in_fd, const struct fs_write_opts *o,
+                      fs_prepare_fn prepare, void *ctx, long long *bytes, struct fs_err *e)
+{
+    struct fs_write_opts atomic = *o;
+    struct prepare pp = {prepare, ctx};
+    atomic.append = 0;
+    return write_file(path, in_fd, &atomic, &pp, bytes, e);
 }
 
 /* mkdir, with the missing parents; an existing directory is not created. */

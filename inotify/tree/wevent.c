@@ -45,9 +45,12 @@ enum wev_kind wev_map(struct wtree *t, const struct inotify_event *ev, int recur
     if (!(out->n = wtree_by_wd(t, ev->wd))) return out->kind = WEV_SKIP;
     if (ev->mask & IN_UNMOUNT) return out->kind = WEV_UNMOUNT;
     if (ev->mask & IN_MOVE_SELF) return moved_self(t, out);
-    if (!(ev->mask & WEV_REPORTED)) return out->kind = WEV_SKIP;
+    if (!(ev->mask & (WEV_REPORTED | (t->extra & WEV_OPTIONAL)))) return out->kind = WEV_SKIP;
     out->name = ev->name;
     out->name_len = ev->len ? strnlen(ev->name, ev->len) : 0;
+    /* A watched directory's own attributes: its parent reports them too
+     * (under its name), so this copy is skipped. */
+    if (!(ev->mask & WEV_REPORTED) && !out->name_len) return out->kind = WEV_SKIP;
     out->subdir = recursive && (ev->mask & IN_ISDIR) && out->name_len;
     return out->kind = WEV_REPORT;
 }

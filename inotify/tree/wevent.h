@@ -17,6 +17,10 @@
 
 /* The events a client sees (README "sandbox-agent watch"). */
 #define WEV_REPORTED (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_MODIFY | IN_CLOSE_WRITE)
+/* What a front-end may ask for beyond them (wsync_set_extra, kept in the
+ * tree's `extra`): attribute changes (serve's CHMOD). `watch` never asks, so
+ * an IN_ATTRIB is skipped for it as ever. */
+#define WEV_OPTIONAL IN_ATTRIB
 
 enum wev_kind {
     WEV_SKIP,       /* nothing to do: unknown or stale wd, our own IN_IGNORED, an event nobody asked for */

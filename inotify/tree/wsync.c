@@ -54,7 +54,7 @@ static int arm(struct wsync *s)
 {
     s->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (s->fd < 0) return -1;
-    int wd = inotify_add_watch(s->fd, s->root, WSYNC_ROOT_FLAGS);
+    int wd = inotify_add_watch(s->fd, s->root, WSYNC_ROOT_FLAGS | s->extra);
     if (wd < 0) {
         int e = errno;
         close(s->fd);
@@ -70,6 +70,7 @@ static int arm(struct wsync *s)
         return -1;
     }
     s->have_tree = 1;
+    s->t.extra = s->extra;
     s->relist_marks = 0;
     s->mover_next = 0;
     memset(s->movers, 0, sizeof s->movers);
@@ -288,6 +289,8 @@ int wsync_start(struct wsync *s, struct ev_loop *loop, char *err)
 }
 
 void wsync_halt(struct wsync *s) { s->halted = 1; }
+
+void wsync_set_extra(struct wsync *s, uint32_t events) { s->extra = events & WEV_OPTIONAL; }
 
 void wsync_free(struct wsync *s)
 {

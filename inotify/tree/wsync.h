@@ -62,6 +62,10 @@ struct wsync *wsync_new(const char *root, int recursive, const struct wsync_ops 
  * watched, with the reason (strerror's text, no path: ROOT may be longer than
  * ERR_LEN) in err. */
 int wsync_start(struct wsync *s, struct ev_loop *loop, char *err);
+/* Before wsync_start: inotify events to watch for beyond the reported ones,
+ * WEV_OPTIONAL bits only (others are ignored); they reach ops->event as the
+ * others do. */
+void wsync_set_extra(struct wsync *s, uint32_t events);
 /* Handle what the kernel has queued now, without waiting. */
 void wsync_drain(struct wsync *s);
 /* Handle nothing more (safe from inside any op; the current step unwinds). */

@@ -42,6 +42,7 @@ struct wsync {
     struct ev_loop *loop;
     int fd;
     int recursive;
+    uint32_t extra;        /* wsync_set_extra: more events on every watch */
     int mask_create;       /* kernel knows IN_MASK_CREATE (Linux 4.18) */
     int no_proc;           /* no /proc/self/fd: watches are added by path */
     char *root;

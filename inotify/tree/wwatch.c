@@ -75,14 +75,14 @@ static int add_watch(struct wsync *s, int fd, const struct wnode *parent, const 
                      int *existing)
 {
     *existing = 0;
-    int wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | (s->mask_create ? IN_MASK_CREATE : 0));
+    int wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->extra | (s->mask_create ? IN_MASK_CREATE : 0));
     if (wd < 0 && errno == EINVAL && s->mask_create) {
         s->mask_create = 0; /* older kernel: the inode tells new from existing */
-        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS);
+        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->extra);
     }
     if (wd < 0 && errno == EEXIST) {
         *existing = 1;
-        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS);
+        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->extra);
     }
     return wd;
 }

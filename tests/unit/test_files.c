@@ -97,6 +97,23 @@ static void test_tmp_prefix(void **s)
     assert_int_equal(fs_tmp_prefix(out, 11, "d/name", 4), 7);
 }
 
+static void test_tmp_name(void **s)
+{
+    (void)s;
+#define TMP(x) fs_is_tmp_name(x, sizeof x - 1)
+    assert_true(TMP(".a.txt.sbx-Ab12yZ"));   /* fs_write's */
+    assert_true(TMP(".dir.sbx-1234-7f"));     /* fs_move's copy */
+    assert_true(TMP("..sbx-x"));
+    assert_false(TMP("a.txt.sbx-Ab12yZ"));   /* not hidden */
+    assert_false(TMP(".a.txt.sbx-"));
+    assert_false(TMP(".a.sbx-ab/c"));
+    assert_false(TMP(".a.sbx-ab.c"));
+    assert_false(TMP(".sbx-abc"));           /* no NAME */
+    assert_false(TMP(".plain"));
+    assert_false(fs_is_tmp_name("", 0));
+#undef TMP
+}
+
 static void test_dots(void **s)
 {
     (void)s;
@@ -197,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_join),      cmocka_unit_test(test_last_name),
         cmocka_unit_test(test_strip_slashes), cmocka_unit_test(test_tmp_prefix),
         cmocka_unit_test(test_dots),      cmocka_unit_test(test_entry_helpers),
+        cmocka_unit_test(test_tmp_name),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_make_parents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,6 +107,20 @@ static void test_unreported_and_unknown_are_skipped(void **st)
     assert_int_equal(wev_map(&t, mk(99, IN_IGNORED, 0, NULL), 1, &e), WEV_SKIP);
 }
 
+/* A front-end that asked for attribute changes gets them for entries, not
+ * for a watched directory's own (its parent reports those under its name). */
+static void test_attrib_when_asked(void **st)
+{
+    (void)st;
+    struct wev e;
+    t.extra = IN_ATTRIB;
+    assert_int_equal(wev_map(&t, mk(2, IN_ATTRIB, 0, "f"), 1, &e), WEV_REPORT);
+    assert_int_equal(e.name_len, 1);
+    assert_int_equal(wev_map(&t, mk(2, IN_ATTRIB | IN_ISDIR, 0, NULL), 1, &e), WEV_SKIP);
+    assert_int_equal(wev_map(&t, mk(2, IN_OPEN, 0, "f"), 1, &e), WEV_SKIP);
+    t.extra = 0;
+}
+
 static void test_overflow(void **st)
 {
     (void)st;
@@ -157,6 +171,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_directories_are_followed_when_recursive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreported_and_unknown_are_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overflow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attrib_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ignored_and_the_ledger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_directory_s_own_fate, setup, teardown),
     };

@@ -1,0 +1,94 @@
+/*
+ * fileput.h - an upload of POST /files, shared by its two files and nothing
+ * else: fileput.c (the body through its stages to the helpers' pipes) and
+ * filewrite.c (the request head; one file: its helper, its metadata).
+ */
+#ifndef SA_API_FILEPUT_H
+#define SA_API_FILEPUT_H
+
+#include "agent/api/conn.h"
+#include "agent/api/fsjob.h"
+#include "agent/api/gz.h"
+#include "agent/api/multipart.h"
+#include "agent/core/buf.h"
+#include "agent/core/hash.h"
+#include "agent/proc/user.h"
+
+#include <ev.h>
+
+#define PUT_CHUNK (64 * 1024)
+/* Raw body bytes waiting for the stages: at most one read of the
+ * connection past what is being worked on. */
+#define PUT_IN_MAX (1024 * 1024)
+/* Files in one request, and the reply that names them. */
+#define PUT_FILES_MAX 65536
+#define PUT_REPLY_MAX (SERVE_BODY_MAX - 64)
+/* The pipe to a helper is made this large when the kernel allows. */
+#define PUT_PIPE_SIZE (1024 * 1024)
+
+struct put_meta {
+    char *name;     /* "user.e2b.<key, lowercased>" */
+    char *value;
+    size_t vlen;
+};
+
+struct put_seen {   /* a path written by this request */
+    struct hnode node;
+    struct put_seen *next;
+    size_t len;
+    char path[];
+};
+
+/* One file being written by its helper. */
+struct file {
+    struct put *up;
+    struct fsjob *job;
+    int data_fd, verdict_fd;  /* our ends; -1 once closed */
+    char *path;               /* resolved, absolute */
+    int ending;               /* its data is all in `out` or the pipe: commit next */
+    int committed;            /* the verdict is sent: its result comes */
+    int broken;               /* the helper stopped reading: its result comes */
+};
+
+struct put {
+    struct conn *c;
+    struct user_info u;
+    char *qpath;              /* ?path=, resolved; NULL when absent */
+    struct put_meta *meta;
+    size_t nmeta;
+    int multipart, skipping;  /* skipping: a form field that is not a file */
+    struct mp mp;
+    int gzip;
+    struct gz gz;
+    struct buf in;            /* the raw body not yet taken, from in_off */
+    size_t in_off;
+    char dec[PUT_CHUNK];      /* inflated, not yet split: dec[dec_off..dec_len) */
+    size_t dec_off, dec_len;
+    int gz_more;              /* the last inflate filled dec: zlib may hold more */
+    char out[PUT_CHUNK];      /* the current file's bytes for its pipe */
+    size_t out_off, out_len;
+    struct file *cur;
+    unsigned files;
+    struct buf reply;         /* the JSON array so far */
+    struct htab seen;
+    struct put_seen *seen_list;
+    int body_done;
+    ev_io pipe_w;
+};
+
+/* fileput.c */
+int put_sink(void *ctx, const char *p, size_t n);
+void put_pump(struct put *up);
+void put_fail(struct put *up, int status, const char *msg);
+void put_free(struct put *up);
+void put_file_done(void *ctx, int32_t status, const char *data, size_t n);
+void put_watch_pipe(struct put *up, int fd);
+
+/* filewrite.c */
+/* Start the helper of the next file, at path. Returns 0, or -1 after
+ * failing the upload (a path given twice, too many files, no helper). */
+int put_file_start(struct put *up, const char *path);
+void put_meta_free(struct put *up);
+void put_seen_free(struct put *up);
+
+#endif

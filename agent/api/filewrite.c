@@ -1,0 +1,266 @@
+/*
+ * filewrite.c - an upload's head and its files (see fileput.h): what the
+ * request asks for (Content-Type, Content-Encoding, the user and ?path=,
+ * the X-Metadata-* headers), and one file's helper: the pipes, the child
+ * that writes the file as the user with fs_write, and the duplicate check.
+ */
+#include "agent/api/fileput.h"
+#include "agent/api/filesrt.h"
+#include "agent/api/fsentry.h"
+#include "agent/api/fspath.h"
+#include "agent/api/hparam.h"
+#include "agent/core/err.h"
+#include "agent/core/io.h"
+#include "agent/core/protocol.h"
+#include "agent/files/files.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define VERDICT_FD (FSJOB_IN_FD0 + 1)
+#define XATTR_NAME_LEN 255
+
+/* ---- the helper (in the child) ------------------------------------------------ */
+
+/* The replaced file's metadata carries over, as envd's in-place write
+ * keeps it; what this upload sets comes on top. */
+static void copy_old_meta(const char *replaced, int fd)
+{
+    static char names[FSENTRY_XATTR_LIST_MAX], value[FSENTRY_XATTR_VALUE_MAX];
+    ssize_t n = listxattr(replaced, names, sizeof names);
+    size_t plen = strlen(FSENTRY_XATTR_PREFIX);
+    for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
+        if (strncmp(names + i, FSENTRY_XATTR_PREFIX, plen) != 0) continue;
+        ssize_t v = getxattr(replaced, names + i, value, sizeof value);
+        if (v >= 0) fsetxattr(fd, names + i, value, (size_t)v, 0);
+    }
+}
+
+/* fs_write's prepare: the metadata, then the verdict. */
+static int prepare(void *ctx, int fd, const char *replaced)
+{
+    const struct put *up = ctx;
+    if (replaced) copy_old_meta(replaced, fd);
+    for (size_t i = 0; i < up->nmeta; i++)
+        if (fsetxattr(fd, up->meta[i].name, up->meta[i].value, up->meta[i].vlen, 0) < 0) return errno;
+    char v = 0;
+    ssize_t r;
+    do r = read(VERDICT_FD, &v, 1);
+    while (r < 0 && errno == EINTR);
+    return r == 1 && v == 'C' ? 0 : ECANCELED;
+}
+
+static int file_child(void *arg)
+{
+    const struct file *f = arg;
+    struct fs_write_opts o = {.parents = 1};
+    struct fs_err e;
+    long long bytes;
+    if (fs_write_prepared(f->path, FSJOB_IN_FD0, &o, prepare, f->up, &bytes, &e) == 0)
+        return fsjob_reply(0, NULL, 0) < 0;
+    char msg[1024];
+    int n = e.at_fd ? snprintf(msg, sizeof msg, "reading the upload: %s", e.message)
+                    : snprintf(msg, sizeof msg, "%s: %s", e.path ? e.path : f->path,
+                               e.errnum == ENOTSUP ? "extended attributes (metadata) not supported here"
+                                                   : e.message);
+    if (n >= (int)sizeof msg) n = (int)sizeof msg - 1;
+    int status = e.errnum == ECANCELED ? 499 : files_status(e.errnum);
+    return fsjob_reply(status, msg, (size_t)n) < 0;
+}
+
+/* ---- one file (in the loop) ---------------------------------------------------- */
+
+/* 1 when path was written by this request already; else it is noted. */
+static int seen_before(struct put *up, const char *path)
+{
+    size_t len = strlen(path);
+    uint64_t h = hash_bytes(HASH_SEED, path, len);
+    struct hnode *it;
+    HASH_FOR_EACH(&up->seen, h, it) {
+        struct put_seen *s = HASH_ENTRY(it, struct put_seen, node);
+        if (s->len == len && !memcmp(s->path, path, len)) return 1;
+    }
+    struct put_seen *s = malloc(sizeof *s + len + 1);
+    if (!s) return 0;
+    s->len = len;
+    memcpy(s->path, path, len + 1);
+    s->next = up->seen_list;
+    up->seen_list = s;
+    htab_add(&up->seen, &s->node, h);
+    return 0;
+}
+
+void put_seen_free(struct put *up)
+{
+    while (up->seen_list) {
+        struct put_seen *s = up->seen_list;
+        up->seen_list = s->next;
+        free(s);
+    }
+    htab_free(&up->seen);
+}
+
+/* The helper with its two pipes: data (fd 4) and verdict (fd 5). */
+static int spawn(struct put *up, struct file *f, char *err)
+{
+    int d[2], v[2];
+    if (pipe2(d, O_CLOEXEC) < 0) goto fail_errno;
+    if (pipe2(v, O_CLOEXEC) < 0) {
+        close(d[0]);
+        close(d[1]);
+        goto fail_errno;
+    }
+    (void)fcntl(d[1], F_SETPIPE_SZ, PUT_PIPE_SIZE); /* fewer wake-ups when allowed */
+    io_set_nonblock(d[1], 1);
+    struct fsjob_opts o = {.user = &up->u, .fn = file_child, .arg = f, .in_fds = {d[0], v[0]}, .nin = 2};
+    f->job = fsjob_start(EV_DEFAULT, &o, err);
+    close(d[0]);
+    close(v[0]);
+    f->data_fd = d[1];
+    f->verdict_fd = v[1];
+    return f->job ? 0 : -1;
+fail_errno:
+    err_set(err, "cannot make a pipe: %s", strerror(errno));
+    return -1;
+}
+
+int put_file_start(struct put *up, const char *path)
+{
+    char err[ERR_LEN];
+    if (++up->files > PUT_FILES_MAX) {
+        put_fail(up, 400, "too many files in one request (65536 at most)");
+        return -1;
+    }
+    if (seen_before(up, path)) {
+        err_set(err, "cannot upload two files to the same path in one request: %.200s", path);
+        put_fail(up, 400, err);
+        return -1;
+    }
+    struct file *f = calloc(1, sizeof *f);
+    if (f) f->path = strdup(path);
+    if (!f || !f->path) {
+        free(f);
+        put_fail(up, 500, "out of memory");
+        return -1;
+    }
+    f->up = up;
+    f->data_fd = f->verdict_fd = -1;
+    up->cur = f;
+    if (spawn(up, f, err) < 0) {
+        put_fail(up, 500, err); /* frees f as up->cur */
+        return -1;
+    }
+    fsjob_collect(f->job, 4096, put_file_done, up);
+    put_watch_pipe(up, f->data_fd);
+    return 0;
+}
+
+/* ---- the head ------------------------------------------------------------------- */
+
+void put_meta_free(struct put *up)
+{
+    for (size_t i = 0; i < up->nmeta; i++) {
+        free(up->meta[i].name);
+        free(up->meta[i].value);
+    }
+    free(up->meta);
+}
+
+/* X-Metadata-<key>: <value> headers, as user.e2b.<key in lower case>. */
+static int read_meta(struct put *up, const char **why)
+{
+    const struct httpreq *r = conn_req(up->c);
+    size_t plen = strlen(HEADER_METADATA_PREFIX);
+    up->meta = calloc(r->nhdr ? r->nhdr : 1, sizeof *up->meta);
+    if (!up->meta) return *why = "out of memory", -1;
+    for (unsigned i = 0; i < r->nhdr; i++) {
+        const char *name, *value;
+        httpreq_header_at(r, i, &name, &value);
+        if (strncasecmp(name, HEADER_METADATA_PREFIX, plen) != 0) continue;
+        const char *key = name + plen;
+        size_t klen = strlen(key), xlen = strlen(FSENTRY_XATTR_PREFIX) + klen;
+        if (!klen || xlen > XATTR_NAME_LEN) return *why = "a metadata key is empty or too long", -1;
+        struct put_meta *m = &up->meta[up->nmeta++];
+        if (!(m->name = malloc(xlen + 1)) || !(m->value = strdup(value))) return *why = "out of memory", -1;
+        memcpy(m->name, FSENTRY_XATTR_PREFIX, xlen - klen);
+        for (size_t k = 0; k <= klen; k++) m->name[xlen - klen + k] = (char)tolower((unsigned char)key[k]);
+        m->vlen = strlen(value);
+    }
+    return 0;
+}
+
+/* The body's shape: multipart or octet-stream, gzip or not. */
+static int read_shape(struct put *up, int have_path, const char **why)
+{
+    const struct httpreq *r = conn_req(up->c);
+    const char *ct = httpreq_header(r, "Content-Type"), *ce = httpreq_header(r, "Content-Encoding");
+    char boundary[MP_BOUNDARY_MAX + 1];
+    int b = mp_content_type(ct, boundary);
+    if (httpreq_header_count(r, "Content-Encoding") > 1 || (ce && *ce && strcasecmp(ce, "identity") &&
+                                                            strcasecmp(ce, "gzip") && strcasecmp(ce, "x-gzip")))
+        return *why = "unsupported Content-Encoding (gzip or identity)", -1;
+    up->gzip = ce && (!strcasecmp(ce, "gzip") || !strcasecmp(ce, "x-gzip"));
+    if (up->gzip && gz_inflate_init(&up->gz) < 0) return *why = "out of memory", -1;
+    if (b < 0 || (b > 0 && mp_init(&up->mp, boundary, (size_t)b) < 0))
+        return *why = "multipart/form-data without a valid boundary", -1;
+    up->multipart = b > 0;
+    if (!up->multipart && !(ct && hparam_type_is(ct, "application/octet-stream")))
+        return *why = "unsupported Content-Type (multipart/form-data or application/octet-stream)", -1;
+    if (!up->multipart && !have_path) return *why = "an application/octet-stream upload needs ?path=", -1;
+    return 0;
+}
+
+static void on_gone(struct conn *c, void *ctx) { put_free(ctx); }
+static void on_stop(struct conn *c, void *ctx) { put_fail(ctx, 503, "the agent is shutting down"); }
+
+void files_put_head(struct conn *c)
+{
+    struct buf path;
+    int have_path;
+    const char *why = NULL;
+    struct put *up = calloc(1, sizeof *up);
+    if (!up) {
+        files_error(c, 500, "out of memory");
+        return;
+    }
+    up->c = c;
+    buf_init(&up->in, PUT_IN_MAX);
+    buf_init(&up->reply, PUT_REPLY_MAX);
+    buf_putc(&up->reply, '[');
+    htab_init(&up->seen, 16, 1);
+    ev_init(&up->pipe_w, NULL);
+    buf_init(&path, FSPATH_MAX);
+    if (files_target(c, &up->u, &path, &have_path) < 0) {
+        buf_free(&path);
+        put_free(up);
+        return;
+    }
+    if (have_path) up->qpath = path.data;
+    else buf_free(&path);
+    if (read_meta(up, &why) < 0 || read_shape(up, have_path, &why) < 0) {
+        files_error(c, 400, why);
+        put_free(up);
+        return;
+    }
+    struct conn_hooks h = {.gone = on_gone, .stop = on_stop, .ctx = up};
+    conn_set_hooks(c, &h);
+    httpreq_body_sink(conn_req(c), put_sink, up);
+    /* One file from the start: an empty body is an empty file. */
+    if (!up->multipart) put_file_start(up, up->qpath);
+}
+
+void files_put_done(struct conn *c)
+{
+    struct httpreq *r = conn_req(c);
+    if (r->sink != put_sink) return; /* refused or failed: answered already */
+    struct put *up = r->sink_ctx;
+    up->body_done = 1;
+    put_pump(up);
+}

@@ -1,0 +1,219 @@
+/*
+ * fsentry.c - EntryInfo objects (see fsentry.h).
+ */
+#include "agent/api/fsentry.h"
+#include "agent/api/fspath.h"
+#include "agent/files/files.h"
+#include "agent/core/jsonw.h"
+#include "agent/core/lsplit.h"
+#include "agent/core/num.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define NAMES_LINE_MAX 65536
+#define NAMES_CHUNK 16384
+
+/* ---- owner and group names ---------------------------------------------- */
+
+void fsnames_init(struct fsnames *c, const char *passwd, const char *group)
+{
+    memset(c, 0, sizeof *c);
+    c->passwd = passwd;
+    c->group = group;
+}
+
+struct name_search {
+    unsigned id;
+    char *out;
+    int found;
+};
+
+/* name:x:id:... (both files): the first line with the id wins. */
+static int on_line(void *ctx, enum lsplit_kind kind, const char *p, size_t n)
+{
+    struct name_search *s = ctx;
+    const char *c1 = memchr(p, ':', n);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - p)) : NULL;
+    if (kind != LSPLIT_LINE || !c2 || c1 == p || c1 - p >= FSNAMES_NAME_MAX) return 0;
+    const char *id = c2 + 1, *end = memchr(id, ':', n - (size_t)(id - p));
+    size_t idn = end ? (size_t)(end - id) : n - (size_t)(id - p);
+    char num[16];
+    uint64_t v;
+    if (idn == 0 || idn >= sizeof num) return 0;
+    memcpy(num, id, idn);
+    num[idn] = '\0';
+    if (num_count(num, UINT32_MAX, &v) < 0 || v != s->id) return 0;
+    memcpy(s->out, p, (size_t)(c1 - p));
+    s->out[c1 - p] = '\0';
+    s->found = 1;
+    return 1;
+}
+
+static int search_file(const char *path, struct name_search *s)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct lsplit ls;
+    char chunk[NAMES_CHUNK];
+    lsplit_init(&ls, NAMES_LINE_MAX);
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0 || lsplit_feed(&ls, chunk, (size_t)r, on_line, s) < (size_t)r) break;
+    }
+    if (!s->found && lsplit_pending(&ls)) on_line(s, LSPLIT_LINE, ls.part.data, ls.part.len);
+    lsplit_free(&ls);
+    close(fd);
+    return s->found;
+}
+
+const char *fsnames_get(struct fsnames *c, unsigned id, int is_group)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->e[i].id == id && c->e[i].is_group == is_group) return c->e[i].name;
+    size_t slot = c->n < FSNAMES_CACHE ? c->n++ : c->next++ % FSNAMES_CACHE;
+    c->e[slot].id = id;
+    c->e[slot].is_group = is_group;
+    struct name_search s = {id, c->e[slot].name, 0};
+    if (!search_file(is_group ? c->group : c->passwd, &s))
+        snprintf(c->e[slot].name, sizeof c->e[slot].name, "%u", id);
+    return c->e[slot].name;
+}
+
+/* ---- the pure pieces ----------------------------------------------------- */
+
+const char *fsentry_type(mode_t m)
+{
+    if (S_ISREG(m)) return "FILE_TYPE_FILE";
+    if (S_ISDIR(m)) return "FILE_TYPE_DIRECTORY";
+    if (S_ISLNK(m)) return "FILE_TYPE_SYMLINK";
+    return "FILE_TYPE_UNSPECIFIED";
+}
+
+void fsentry_permissions(mode_t m, char *out)
+{
+    /* Go's letters, in Go's order: d a l T L D p S u g c t ?. */
+    size_t k = 0;
+    if (S_ISDIR(m)) out[k++] = 'd';
+    if (S_ISLNK(m)) out[k++] = 'L';
+    if (S_ISBLK(m) || S_ISCHR(m)) out[k++] = 'D';
+    if (S_ISFIFO(m)) out[k++] = 'p';
+    if (S_ISSOCK(m)) out[k++] = 'S';
+    if (m & S_ISUID) out[k++] = 'u';
+    if (m & S_ISGID) out[k++] = 'g';
+    if (S_ISCHR(m)) out[k++] = 'c';
+    if (m & S_ISVTX) out[k++] = 't';
+    if (k == 0) out[k++] = '-';
+    static const char rwx[] = "rwxrwxrwx";
+    for (int i = 0; i < 9; i++) out[k++] = (m & (0400u >> i)) ? rwx[i] : '-';
+    out[k] = '\0';
+}
+
+int fsentry_time(struct buf *b, const struct timespec *ts)
+{
+    struct tm tm;
+    time_t t = ts->tv_sec;
+    char s[64];
+    if (!gmtime_r(&t, &tm)) memset(&tm, 0, sizeof tm);
+    size_t n = strftime(s, sizeof s, "\"%Y-%m-%dT%H:%M:%S", &tm);
+    long ns = ts->tv_nsec;
+    if (ns > 0 && ns % 1000000 == 0) n += (size_t)snprintf(s + n, sizeof s - n, ".%03ld", ns / 1000000);
+    else if (ns > 0 && ns % 1000 == 0) n += (size_t)snprintf(s + n, sizeof s - n, ".%06ld", ns / 1000);
+    else if (ns > 0) n += (size_t)snprintf(s + n, sizeof s - n, ".%09ld", ns);
+    return buf_append(b, s, n) < 0 || buf_puts(b, "Z\"") < 0 ? -1 : 0;
+}
+
+/* ---- what the filesystem says -------------------------------------------- */
+
+/* A symlink's target, absolute: where it resolves to, else its text joined
+ * to the link's directory. Appended unquoted-escaped as a JSON string. */
+static int symlink_target(struct buf *b, const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (real) {
+        int r = jsonw_cstr(b, real);
+        free(real);
+        return r;
+    }
+    char t[4096];
+    ssize_t n = readlink(path, t, sizeof t - 1);
+    if (n < 0) return jsonw_cstr(b, path);
+    t[n] = '\0';
+    struct buf abs;
+    buf_init(&abs, FSPATH_MAX);
+    int r = -1;
+    if (t[0] == '/') {
+        r = jsonw_cstr(b, t);
+    } else if (buf_puts(&abs, path) == 0 && buf_cstr(&abs)) {
+        char *slash = strrchr(abs.data, '/');
+        abs.len = slash ? (size_t)(slash - abs.data) : 0;
+        if (buf_putc(&abs, '/') == 0 && buf_puts(&abs, t) == 0 && buf_cstr(&abs)) {
+            fspath_clean(abs.data);
+            r = jsonw_cstr(b, abs.data);
+        }
+    }
+    buf_free(&abs);
+    return r;
+}
+
+/* "metadata": {...} from user.e2b.* (nothing when there is none). */
+static int metadata(struct buf *b, const char *path)
+{
+    static char names[FSENTRY_XATTR_LIST_MAX], value[FSENTRY_XATTR_VALUE_MAX];
+    ssize_t n = listxattr(path, names, sizeof names);
+    size_t plen = strlen(FSENTRY_XATTR_PREFIX);
+    int first = 1;
+    for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
+        const char *name = names + i;
+        if (strncmp(name, FSENTRY_XATTR_PREFIX, plen) != 0 || !name[plen]) continue;
+        ssize_t v = getxattr(path, name, value, sizeof value);
+        if (v < 0) continue;
+        if (buf_puts(b, first ? ", \"metadata\": {" : ", ") < 0 || jsonw_cstr(b, name + plen) < 0 ||
+            buf_puts(b, ": ") < 0 || jsonw_str(b, value, (size_t)v, JSONW_SURROGATEESCAPE) < 0)
+            return -1;
+        first = 0;
+    }
+    return first ? 0 : buf_putc(b, '}');
+}
+
+int fsentry_json(struct buf *b, const char *path, const char *name, size_t nlen,
+                 const struct stat *st, struct fsnames *names)
+{
+    char perm[24];
+    mode_t mode = st->st_mode & 0777;
+    struct stat target;
+    int link = S_ISLNK(st->st_mode);
+    if (link) mode = stat(path, &target) == 0 ? target.st_mode & 0777 : 0;
+    fsentry_permissions(st->st_mode, perm);
+    if (buf_puts(b, "{\"name\": ") < 0 || jsonw_str(b, name, nlen, JSONW_SURROGATEESCAPE) < 0 ||
+        buf_printf(b, ", \"type\": \"%s\", \"path\": ", fsentry_type(st->st_mode)) < 0 ||
+        jsonw_cstr(b, path) < 0 ||
+        buf_printf(b, ", \"size\": \"%lld\", \"mode\": %u, \"permissions\": \"%s\", \"owner\": ",
+                   (long long)st->st_size, (unsigned)mode, perm) < 0 ||
+        jsonw_cstr(b, fsnames_get(names, st->st_uid, 0)) < 0 || buf_puts(b, ", \"group\": ") < 0 ||
+        jsonw_cstr(b, fsnames_get(names, st->st_gid, 1)) < 0 ||
+        buf_puts(b, ", \"modifiedTime\": ") < 0 || fsentry_time(b, &st->st_mtim) < 0)
+        return -1;
+    if (link && (buf_puts(b, ", \"symlinkTarget\": ") < 0 || symlink_target(b, path) < 0)) return -1;
+    if (metadata(b, path) < 0) return -1;
+    return buf_putc(b, '}');
+}
+
+int fsentry_stat_json(struct buf *b, const char *path, struct fsnames *names)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) return -1;
+    size_t nlen;
+    const char *name = fs_last_name(path, &nlen);
+    if (fsentry_json(b, path, name, nlen, &st, names) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}

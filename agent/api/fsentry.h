@@ -1,0 +1,63 @@
+/*
+ * fsentry.h - filesystem.EntryInfo as envd fills it (README "sandbox-agent
+ * serve", the filesystem API): name, type, absolute path, size (an int64,
+ * so a JSON string), permission bits, the permissions text of Go's
+ * FileMode.String ("-rw-r--r--", "drwxr-xr-x", "Lrwxrwxrwx"), owner and
+ * group names, modifiedTime (RFC 3339, UTC, 0/3/6/9 fraction digits as
+ * protobuf's JSON writes a Timestamp), symlinkTarget (absolute) and the
+ * metadata kept in `user.e2b.*` extended attributes.
+ *
+ * Owner and group names come from /etc/passwd and /etc/group (the numeric id
+ * when there is no entry) through a small per-caller cache, so a listing of
+ * many files reads each file once per id.
+ */
+#ifndef SA_API_FSENTRY_H
+#define SA_API_FSENTRY_H
+
+#include "agent/core/buf.h"
+
+#include <stddef.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* The xattr namespace of an entry's metadata (README: X-Metadata-*). */
+#define FSENTRY_XATTR_PREFIX "user.e2b."
+/* A metadata key or value longer than the kernel's own bounds is not read. */
+#define FSENTRY_XATTR_LIST_MAX (64u * 1024u)
+#define FSENTRY_XATTR_VALUE_MAX (64u * 1024u)
+
+#define FSNAMES_CACHE 64
+#define FSNAMES_NAME_MAX 256
+
+struct fsnames {
+    const char *passwd, *group; /* the files read (USER_PASSWD, USER_GROUP) */
+    struct {
+        unsigned id;
+        int is_group;
+        char name[FSNAMES_NAME_MAX];
+    } e[FSNAMES_CACHE];
+    size_t n, next;
+};
+
+void fsnames_init(struct fsnames *c, const char *passwd, const char *group);
+/* The name of uid (is_group 0) or gid (1): from the file, else the number. */
+const char *fsnames_get(struct fsnames *c, unsigned id, int is_group);
+
+/* "FILE_TYPE_FILE", "FILE_TYPE_DIRECTORY", "FILE_TYPE_SYMLINK", else
+ * "FILE_TYPE_UNSPECIFIED" (FIFOs, sockets, devices). */
+const char *fsentry_type(mode_t m);
+/* Go's FileMode.String of an lstat mode, into out (at least 24 bytes). */
+void fsentry_permissions(mode_t m, char *out);
+/* A Timestamp in RFC 3339 as protobuf's JSON mapping writes it, quoted. */
+int fsentry_time(struct buf *b, const struct timespec *ts);
+
+/* The EntryInfo object of the entry at path (absolute; path is what is
+ * reported), called name (nlen bytes), whose lstat is st. Returns 0, or -1
+ * past b's bound. */
+int fsentry_json(struct buf *b, const char *path, const char *name, size_t nlen,
+                 const struct stat *st, struct fsnames *names);
+/* lstat path, then fsentry_json with its last component as the name.
+ * Returns 0, or -1 with errno (ENOMEM past b's bound). */
+int fsentry_stat_json(struct buf *b, const char *path, struct fsnames *names);
+
+#endif

@@ -1,0 +1,255 @@
+/*
+ * fswatch.c - a watched directory of the filesystem API (see fswatch.h):
+ * the check in a helper, the watcher service's ops turned into envd's
+ * events and problems, and the watch's end.
+ */
+#include "agent/api/fswatch.h"
+#include "agent/api/fsjob.h"
+#include "agent/api/fspath.h"
+#include "agent/core/jsonw.h"
+#include "agent/core/err.h"
+#include "agent/files/files.h"
+#include "inotify/tree/wsync.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+/* One event's JSON, its entry included. */
+#define EVENT_JSON_MAX (4u * 1024u * 1024u)
+
+/* Network filesystems envd refuses to watch unless asked (NFS, CIFS, SMB,
+ * SMB2, FUSE): inotify sees only this machine's changes there. */
+static int network_fs(long type)
+{
+    switch ((unsigned long)type) {
+    case 0x6969: case 0xFF534D42: case 0x517B: case 0xFE534D42: case 0x65735546: return 1;
+    default: return 0;
+    }
+}
+
+/* ---- the check, as the user ------------------------------------------------ */
+
+static int32_t check_child(struct fsrpc_op *op, struct buf *out)
+{
+    struct stat st;
+    struct statfs sfs;
+    if (stat(op->path, &st) < 0) {
+        int e = errno;
+        buf_printf(out, "%s: %s", op->path, strerror(e));
+        return fsrpc_code(e);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        buf_printf(out, "path %s is not a directory", op->path);
+        return RPC_INVALID_ARGUMENT;
+    }
+    int fd = open(op->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        buf_printf(out, "%s: %s", op->path, strerror(e));
+        return fsrpc_code(e);
+    }
+    int net = !op->network && fstatfs(fd, &sfs) == 0 && network_fs((long)sfs.f_type);
+    close(fd);
+    if (net) {
+        buf_printf(out, "cannot watch a path on a network filesystem: %s", op->path);
+        return RPC_INVALID_ARGUMENT;
+    }
+    return buf_puts(out, "{}") < 0 ? RPC_INTERNAL : 0;
+}
+
+int fswatch_check(struct rpc_call *call, const cJSON *msg,
+                  void (*then)(struct fsrpc_op *op, int32_t code, const char *data, size_t n))
+{
+    struct fsreq r;
+    const char *why;
+    if (fsreq_decode(FSREQ_WATCH, msg, &r, &why) < 0) {
+        rpc_fail(call, RPC_INVALID_ARGUMENT, why);
+        return -1;
+    }
+    struct fsrpc_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        rpc_fail(call, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return -1;
+    }
+    op->call = call;
+    op->fn = check_child;
+    op->read_only = 1;
+    op->then = then;
+    op->recursive = r.recursive;
+    op->include_entry = r.include_entry;
+    op->network = r.allow_network_mounts;
+    if (fsrpc_user(call, &op->user) < 0 || !(op->path = fsrpc_path(call, &op->user, r.path))) {
+        fsrpc_op_free(op);
+        return -1;
+    }
+    return fsrpc_run(op);
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+static const struct {
+    uint32_t mask;
+    const char *type;
+    int has_entry; /* the entry may still be there */
+} kinds[] = {
+    {IN_CREATE | IN_MOVED_TO, "EVENT_TYPE_CREATE", 1},
+    {IN_MOVED_FROM, "EVENT_TYPE_RENAME", 0},
+    {IN_ATTRIB, "EVENT_TYPE_CHMOD", 1},
+    {IN_MODIFY, "EVENT_TYPE_WRITE", 1},
+    {IN_DELETE, "EVENT_TYPE_REMOVE", 0},
+};
+
+/* path (under root) relative to root. */
+static const char *relative(const struct fswatch *w, const char *path, size_t n, size_t *rn)
+{
+    size_t k = n >= w->root_len ? w->root_len : n;
+    while (k < n && path[k] == '/') k++;
+    *rn = n - k;
+    return path + k;
+}
+
+static void one_event(struct fswatch *w, const char *type, int has_entry, const char *path, size_t n)
+{
+    size_t rn;
+    const char *rel = relative(w, path, n, &rn);
+    struct buf *b = &w->scratch;
+    buf_reset(b);
+    if (buf_puts(b, "{\"name\": ") < 0 || jsonw_str(b, rel, rn, JSONW_SURROGATEESCAPE) < 0 ||
+        buf_printf(b, ", \"type\": \"%s\"", type) < 0)
+        goto lost;
+    if (has_entry && w->include_entry) {
+        char *p = malloc(n + 1);
+        size_t mark = b->len;
+        if (!p) goto lost;
+        memcpy(p, path, n);
+        p[n] = '\0';
+        /* Gone already (or unreadable): the event without its entry. */
+        if (buf_puts(b, ", \"entry\": ") < 0 || fsentry_stat_json(b, p, &w->names) < 0) b->len = mark;
+        free(p);
+    }
+    if (buf_putc(b, '}') < 0) goto lost;
+    w->ops->event(w, b->data, b->len);
+    return;
+lost:
+    w->ops->problem(w, FSWATCH_LOST, RPC_DATA_LOSS, "an event too large to report was lost");
+}
+
+static void on_event(void *ctx, uint32_t mask, const char *path, size_t n, const char *error)
+{
+    struct fswatch *w = ctx;
+    if (w->halted) return;
+    if (mask & IN_Q_OVERFLOW) {
+        size_t rn;
+        const char *rel = relative(w, path, n, &rn);
+        char msg[ERR_LEN];
+        if (!error) {
+            w->ops->problem(w, FSWATCH_LOST, RPC_DATA_LOSS,
+                            "events were lost (the kernel's event queue overflowed): list the directory again");
+        } else if (rn == 0) {
+            free(w->gone);
+            w->gone = strdup(error); /* the end follows */
+        } else {
+            err_set(msg, "%.*s: cannot be watched: %s", (int)(rn > 160 ? 160 : rn), rel, error);
+            w->ops->problem(w, FSWATCH_HOLE, RPC_INTERNAL, msg);
+        }
+        return;
+    }
+    /* The file service's own temporary files (an atomic write's, a move's)
+     * are not the client's business: envd writes in place, and the rename
+     * into place shows as the target's CREATE. */
+    size_t rn;
+    const char *rel = relative(w, path, n, &rn), *slash = memrchr(rel, '/', rn);
+    size_t off = slash ? (size_t)(slash + 1 - rel) : 0;
+    if (fs_is_tmp_name(rel + off, rn - off)) return;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !w->halted; i++)
+        if (mask & kinds[i].mask) one_event(w, kinds[i].type, kinds[i].has_entry, path, n);
+}
+
+static void on_lost(void *ctx)
+{
+    struct fswatch *w = ctx;
+    if (!w->halted)
+        w->ops->problem(w, FSWATCH_LOST, RPC_DATA_LOSS, "an event whose path is too long was lost");
+}
+
+static void on_settling(void *ctx, int on) { (void)ctx, (void)on; }
+static void on_drained(void *ctx) { (void)ctx; }
+
+static void on_end(void *ctx, enum wsync_end why, const char *msg)
+{
+    struct fswatch *w = ctx;
+    char text[ERR_LEN];
+    if (w->halted) return;
+    if (why == WSYNC_ROOT_GONE) {
+        err_set(text, "the watched directory is gone (%s)", w->gone ? w->gone : msg);
+        w->ops->problem(w, FSWATCH_END, RPC_NOT_FOUND, text);
+    } else {
+        w->ops->problem(w, FSWATCH_END, RPC_INTERNAL, msg);
+    }
+}
+
+static const struct wsync_ops ops = {on_event, on_lost, on_settling, on_drained, on_end};
+
+/* ---- life -------------------------------------------------------------------- */
+
+static void on_free(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct fswatch *w = t->data;
+    wsync_free(w->sync);
+    w->sync = NULL;
+    free(w->root);
+    free(w->gone);
+    buf_free(&w->scratch);
+    w->freed = 1;
+    if (w->free_owner) w->free_owner(w->owner);
+}
+
+int fswatch_start(struct fswatch *w, const char *root, int recursive, int include_entry,
+                  const struct fswatch_ops *fops, void *owner, char *err)
+{
+    char why[ERR_LEN];
+    memset(w, 0, sizeof *w);
+    w->ops = fops;
+    w->owner = owner;
+    w->include_entry = include_entry;
+    w->root_len = strlen(root);
+    fsnames_init(&w->names, USER_PASSWD, USER_GROUP);
+    buf_init(&w->scratch, EVENT_JSON_MAX);
+    ev_timer_init(&w->free_w, on_free, 0, 0);
+    w->free_w.data = w;
+    if (!(w->root = strdup(root)) || !(w->sync = wsync_new(root, recursive, &ops, w, err))) {
+        if (!w->root) err_set(err, "out of memory");
+        free(w->root);
+        buf_free(&w->scratch);
+        return -1;
+    }
+    wsync_set_extra(w->sync, IN_ATTRIB);
+    if (wsync_start(w->sync, EV_DEFAULT, why) < 0) {
+        err_set(err, "cannot watch %.150s: %s", root, why);
+        wsync_free(w->sync);
+        free(w->root);
+        free(w->gone);
+        buf_free(&w->scratch);
+        return -1;
+    }
+    return 0;
+}
+
+void fswatch_release(struct fswatch *w, void (*free_owner)(void *owner))
+{
+    w->halted = 1;
+    if (free_owner) w->free_owner = free_owner;
+    if (w->freed) {
+        if (free_owner) free_owner(w->owner);
+        return;
+    }
+    if (w->sync) wsync_halt(w->sync);
+    if (!ev_is_active(&w->free_w)) ev_timer_start(EV_DEFAULT, &w->free_w);
+}

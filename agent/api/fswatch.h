@@ -1,0 +1,76 @@
+/*
+ * fswatch.h - one watched directory of the filesystem API: the watcher
+ * service (inotify/tree/wsync.h) with envd's events on top, shared by
+ * WatchDir's stream (fswatch.c) and the polling watchers (fswatchers.c).
+ *
+ * Events become FilesystemEvent objects {"name": path relative to the
+ * watched directory, "type": "EVENT_TYPE_...", "entry": EntryInfo when asked
+ * and the entry is still there}: IN_CREATE and IN_MOVED_TO are CREATE,
+ * IN_MODIFY WRITE, IN_DELETE REMOVE, IN_MOVED_FROM RENAME, IN_ATTRIB CHMOD,
+ * as envd's fsnotify reports them. Everything that is not an event is a
+ * problem, never dropped: events lost (the kernel's queue overflowed, or a
+ * path too long), a directory below that could not be watched, and the end
+ * (the watched directory deleted or moved, inotify failing).
+ *
+ * The directory is checked as the request's user in a helper (it exists, is
+ * a directory the user may open, not on a network filesystem unless asked);
+ * the inotify watches themselves are the agent's, in the loop.
+ */
+#ifndef SA_API_FSWATCH_H
+#define SA_API_FSWATCH_H
+
+#include "agent/api/connect.h"
+#include "agent/api/fsentry.h"
+#include "agent/api/fsrpc.h"
+#include "agent/api/fsreq.h"
+#include "agent/core/buf.h"
+
+#include <ev.h>
+
+struct fswatch;
+
+enum fswatch_problem {
+    FSWATCH_LOST,    /* events were lost: list again */
+    FSWATCH_HOLE,    /* a directory below could not be watched (msg names it) */
+    FSWATCH_END,     /* the watch is over (code, msg) */
+};
+
+struct fswatch_ops {
+    /* One FilesystemEvent object, n bytes of JSON. */
+    void (*event)(struct fswatch *w, const char *json, size_t n);
+    void (*problem)(struct fswatch *w, enum fswatch_problem p, enum rpc_code code, const char *msg);
+};
+
+struct fswatch {
+    const struct fswatch_ops *ops;
+    void *owner;
+    struct wsync *sync;
+    char *root;
+    size_t root_len;
+    int include_entry;
+    int halted;
+    struct fsnames names;
+    struct buf scratch;      /* one event's JSON */
+    char *gone;              /* why the root went, until the end says it */
+    ev_timer free_w;
+    int freed;               /* the watch part is gone */
+    void (*free_owner)(void *owner);
+};
+
+/* Watch root (absolute) from the loop. Returns 0, or -1 with a message in
+ * err (nothing to free then). */
+int fswatch_start(struct fswatch *w, const char *root, int recursive, int include_entry,
+                  const struct fswatch_ops *ops, void *owner, char *err);
+/* Report nothing more and free the watch from the loop, after whatever is
+ * running now has returned; then free_owner(owner) when it is not NULL. A
+ * second call (the watch already stopped) only frees the owner. */
+void fswatch_release(struct fswatch *w, void (*free_owner)(void *owner));
+
+/* Check the directory of a WatchDir or CreateWatcher request as its user,
+ * then run then(op, code, message) in the loop (code 0: go ahead; op->path
+ * is the directory, op->recursive and op->include_entry as asked). Returns
+ * 0, or -1 after failing the call. */
+int fswatch_check(struct rpc_call *call, const cJSON *msg,
+                  void (*then)(struct fsrpc_op *op, int32_t code, const char *data, size_t n));
+
+#endif

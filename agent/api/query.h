@@ -1,0 +1,18 @@
+/*
+ * query.h - the query string of a request target, as /files reads it:
+ * name=value pairs separated by '&', each part percent-decoded with '+' as
+ * a space (application/x-www-form-urlencoded, as the SDK's URLSearchParams
+ * writes it). Any byte can arrive that way, so the values are bytes. Pure.
+ */
+#ifndef SA_API_QUERY_H
+#define SA_API_QUERY_H
+
+#include "agent/core/buf.h"
+
+/* The first value of `name` in query (the part after '?'), decoded into out
+ * (reset first; NUL-terminated, out->len bytes, which may include NULs).
+ * A pair without '=' has the value "". Returns 1 found, 0 absent, -1 when
+ * that value has a bad %XX escape or passes out's bound. */
+int query_get(const char *query, const char *name, struct buf *out);
+
+#endif
