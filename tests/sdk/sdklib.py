@@ -53,6 +53,14 @@ def sdk_dir():
                     "(npm ci --prefix %s with tests/sdk/package*.json)" % (SDK_DIR, SDK_DIR))
     if not os.access(AGENT, os.X_OK):
         pytest.fail("no agent binary at %s (run make first)" % AGENT)
+    # The SDK runs every command through `bash -l`: a login profile that hangs
+    # here would time every test out one by one.
+    try:
+        subprocess.run(["/bin/bash", "-l", "-c", "true"], stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=30, env=clean_env(HOME=os.path.expanduser("~root")))
+    except subprocess.TimeoutExpired:
+        pytest.fail("`bash -l -c true` takes more than 30 s on this machine (a stale lock in root's "
+                    "profile? pyenv's ~/.pyenv/shims/.pyenv-shim is one); every SDK command runs that way")
     return SDK_DIR
 
 
