@@ -11,8 +11,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk"))
 
-import connectc  # noqa: E402  (tests/sdk/connectc.py)
-from connectc import FILESYSTEM, PROCESS, Client, RpcError  # noqa: E402,F401
+from connectc import FILESYSTEM, PROCESS, Client, RpcError  # noqa: E402,F401  (tests/sdk/connectc.py)
 
 NOT_SERVED = "n/a (not served)"
 HANG = 300  # seconds: a bench step that takes longer has hung

@@ -5,6 +5,16 @@ import { run, rejection, Collector, eventually } from './lib.mjs'
 
 const result = (r) => ({ stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, error: r.error })
 
+// A background `sleep` that has printed "ready": the SDK runs every command
+// through `bash -l`, and a login shell killed while it reads the profile can
+// leave that profile's own state behind (pyenv's rehash lock, for one).
+async function sleeper(sbx, opts = {}) {
+  const out = new Collector()
+  const h = await sbx.commands.run('echo ready; exec sleep 30', { background: true, onStdout: out.push, ...opts })
+  await out.until((t) => t.includes('ready\n'), 30000, 'ready')
+  return h
+}
+
 run({
   async foreground({ sbx }) {
     return result(await sbx.commands.run('echo out; echo err >&2'))
@@ -82,8 +92,8 @@ run({
   },
 
   async background_kill({ sbx }) {
+    const h = await sleeper(sbx)
     const t0 = Date.now()
-    const h = await sbx.commands.run('sleep 30', { background: true })
     const killed = await h.kill()
     const err = await rejection(h.wait())
     const gone = await eventually(async () => !(await sbx.commands.list()).some((p) => p.pid === h.pid),
@@ -93,7 +103,7 @@ run({
   },
 
   async list({ sbx, work }) {
-    const h = await sbx.commands.run('sleep 30', { background: true, cwd: work, envs: { TAG: 'listed' } })
+    const h = await sleeper(sbx, { cwd: work, envs: { TAG: 'listed' } })
     const procs = await sbx.commands.list()
     await h.kill()
     const mine = procs.find((p) => p.pid === h.pid) || null
@@ -123,7 +133,8 @@ run({
   async timeout({ sbx }) {
     // timeoutMs bounds the call; the agent must kill the command too.
     const out = new Collector()
-    const p = sbx.commands.run('echo $$; exec sleep 30', { timeoutMs: 1500, onStdout: out.push })
+    // Long enough for the login shell's profile on a loaded machine.
+    const p = sbx.commands.run('echo $$; exec sleep 30', { timeoutMs: 5000, onStdout: out.push })
     const err = await rejection(p)
     const pid = Number(out.text.trim())
     const gone = await eventually(async () => !(await sbx.commands.list()).some((x) => x.pid === pid),

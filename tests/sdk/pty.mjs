@@ -75,7 +75,9 @@ run({
   },
 
   async listed({ sbx }) {
-    const h = await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} })
+    const out = new Collector()
+    const h = await sbx.pty.create({ cols: 80, rows: 24, onData: out.pushBytes })
+    await stty(sbx, h, out, 'l') // the profile is read: safe to kill
     const mine = (await sbx.commands.list()).find((p) => p.pid === h.pid) || null
     await sbx.pty.kill(h.pid)
     return mine

@@ -14,207 +14,14 @@ they fail.
 
 Run alone: SANDBOX_AGENT=build/sandbox-agent /usr/bin/python3 -m pytest -q -rs tests/sdk
 """
-import http.client
-import json
 import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
-import tempfile
-import time
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-AGENT = os.path.abspath(os.environ.get("SANDBOX_AGENT", os.path.join(ROOT, "build", "sandbox-agent")))
-SDK_DIR = os.path.abspath(os.environ.get("SANDBOX_AGENT_SDK_DIR", os.path.join(ROOT, "build", "sdk")))
-NODE_MIN = (20, 18, 1)   # e2b 2.51.0: "engines": {"node": ">=20.18.1 <21 || >=22"}
-UNSHARE = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
-NODE_TIMEOUT = 90        # a scenario bounds itself at 45 s (lib.mjs); this is the hang guard
-TIMEOUT = 60
-TOKEN = "sdk-t0ken"
+from sdklib import AGENT, SKIP, TOKEN, Serve, _finish, sdk
 
-
-def node_problem():
-    """Why the SDK cannot run here, or None."""
-    node = shutil.which("node")
-    if not node:
-        return "no node on PATH (the E2B SDK needs node >= %d.%d.%d)" % NODE_MIN
-    try:
-        v = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-        have = tuple(int(x) for x in v.lstrip("v").split(".")[:3])
-    except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-        return "cannot read node's version: %s" % e
-    if have < NODE_MIN or have[0] == 21:
-        return "node %s is older than the E2B SDK needs (>= %d.%d.%d, not 21)" % ((v,) + NODE_MIN)
-    return None
-
-
-SKIP = node_problem()
 pytestmark = pytest.mark.skipif(SKIP is not None, reason="E2B SDK suite skipped: %s" % SKIP)
-
-
-@pytest.fixture(scope="session")
-def sdk_dir():
-    if not os.path.isfile(os.path.join(SDK_DIR, "node_modules", "e2b", "package.json")):
-        pytest.fail("the pinned E2B SDK is not installed in %s: `make test` installs it "
-                    "(npm ci --prefix %s with tests/sdk/package*.json)" % (SDK_DIR, SDK_DIR))
-    if not os.access(AGENT, os.X_OK):
-        pytest.fail("no agent binary at %s (run make first)" % AGENT)
-    return SDK_DIR
-
-
-def clean_env(**extra):
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
-        if k in os.environ:
-            env[k] = os.environ[k]
-    env.update({k: v for k, v in extra.items() if v is not None})
-    return env
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-class Serve:
-    """One `sandbox-agent serve` on 127.0.0.1:PORT; stderr to a file."""
-
-    def __init__(self, tmp_path, pid1, **env):
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.pid1 = pid1
-        self.token = env.get("SANDBOX_AGENT_TOKEN")
-        self.errpath = str(tmp_path / ("agent-%d.err" % self.port))
-        self.errf = open(self.errpath, "wb")
-        argv = (UNSHARE if pid1 else []) + [AGENT, "serve"]
-        self.proc = subprocess.Popen(argv, env=clean_env(SANDBOX_AGENT_LISTEN="127.0.0.1:%d" % self.port, **env),
-                                     stdin=subprocess.DEVNULL, stdout=self.errf, stderr=self.errf)
-        self.stopped = None
-        self.wait_ready()
-
-    def stderr(self):
-        with open(self.errpath, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def health(self):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-        try:
-            c.request("GET", "/health", headers={"X-Access-Token": self.token} if self.token else {})
-            return c.getresponse().status
-        finally:
-            c.close()
-
-    def wait_ready(self, deadline=20):
-        end = time.monotonic() + deadline
-        while time.monotonic() < end:
-            if self.proc.poll() is not None:
-                pytest.fail("agent exited (%s) before serving: %s" % (self.proc.returncode, self.stderr()))
-            try:
-                if self.health() == 204:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.02)  # polling the port, bounded by the deadline
-        pytest.fail("agent did not answer /health within %d s: %s" % (deadline, self.stderr()))
-
-    def agent_pid(self):
-        if not self.pid1:
-            return self.proc.pid
-        kids = children(self.proc.pid)
-        return kids[0] if kids else self.proc.pid
-
-    def stop(self):
-        """SIGTERM, as `docker stop` sends it; (exit status, stderr)."""
-        if self.stopped is None:
-            if self.proc.poll() is None:
-                os.kill(self.agent_pid(), signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                rc = "hung after SIGTERM"
-                self.proc.wait(timeout=TIMEOUT)
-            self.errf.close()
-            self.stopped = (rc, self.stderr())
-        return self.stopped
-
-
-def _start(tmp_path, pid1, **env):
-    if pid1 and os.geteuid() != 0:
-        pytest.skip("PID 1 in a fresh PID namespace needs root (unshare --pid)")
-    return Serve(tmp_path, pid1, **env)
-
-
-def _finish(agents):
-    for a in agents:
-        rc, err = a.stop()
-        assert rc == 0, "agent exit status %r after SIGTERM; stderr:\n%s" % (rc, err[-3000:])
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err[-6000:]
-
-
-@pytest.fixture(params=[False, True], ids=["child", "pid1"])
-def serve(request, tmp_path, sdk_dir):
-    """The agent as an ordinary process, then as PID 1 (process tests)."""
-    a = _start(tmp_path, request.param)
-    yield a
-    _finish([a])
-
-
-@pytest.fixture
-def serve1(tmp_path, sdk_dir):
-    """The agent as an ordinary process only (file tests)."""
-    a = _start(tmp_path, False)
-    yield a
-    _finish([a])
-
-
-@pytest.fixture
-def work():
-    """A fresh directory under /tmp that `nobody` can traverse (pytest's own
-    tmp_path sits in a 0700 directory)."""
-    d = tempfile.mkdtemp(prefix="sa-sdk-", dir="/tmp")
-    os.chmod(d, 0o755)
-    yield os.path.realpath(d)
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def sdk(agent, script, scenario, work="/tmp", arg=None, token=None, expect_ok=True):
-    """Run one scenario; its `result` (or, with expect_ok=False, the whole answer)."""
-    env = clean_env(E2B_SANDBOX_URL=agent.url, SANDBOX_AGENT_SDK_DIR=SDK_DIR, SANDBOX_AGENT_SDK_WORK=work,
-                    SANDBOX_AGENT_SDK_TOKEN=token, HOME=os.environ.get("HOME", "/root"))
-    argv = ["node", os.path.join(HERE, script), scenario] + ([arg] if arg else [])
-    try:
-        p = subprocess.run(argv, env=env, cwd=HERE, stdin=subprocess.DEVNULL, capture_output=True,
-                           timeout=NODE_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pytest.fail("node %s %s hung past %d s; agent stderr:\n%s"
-                    % (script, scenario, NODE_TIMEOUT, agent.stderr()[-3000:]))
-    lines = [l for l in p.stdout.decode(errors="replace").splitlines() if l.startswith("{")]
-    if not lines:
-        pytest.fail("node %s %s printed no answer (exit %d):\nstdout %s\nstderr %s"
-                    % (script, scenario, p.returncode, p.stdout[-2000:], p.stderr[-3000:]))
-    answer = json.loads(lines[-1])
-    if not expect_ok:
-        return answer
-    if not answer["ok"]:
-        pytest.fail("%s %s failed: %s\n%s\nagent stderr:\n%s"
-                    % (script, scenario, json.dumps(answer["error"], indent=1)[:4000],
-                       answer.get("stack", "")[:2000], agent.stderr()[-3000:]))
-    return answer["result"]
 
 
 # ---- commands (issue 8) ------------------------------------------------------
@@ -287,7 +94,7 @@ def test_list(serve, work):
     r = sdk(serve, "commands.mjs", "list", work=work)
     m = r["mine"]
     assert m is not None, "a running background command must be listed"
-    assert m["cmd"] == "/bin/bash" and m["args"] == ["-l", "-c", "sleep 30"]
+    assert m["cmd"] == "/bin/bash" and m["args"] == ["-l", "-c", "echo ready; exec sleep 30"]
     assert m["cwd"] == work and m["envs"].get("TAG") == "listed"
 
 
