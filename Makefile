@@ -27,7 +27,7 @@ PYTHON      := /usr/bin/python3
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 15
 
-BUILD_PKGS  := musl-tools
+BUILD_PKGS  := musl-tools bzip2
 TEST_PKGS   := gcc libcmocka-dev python3-pytest clang libclang-rt-14-dev util-linux libcap2-bin curl openssl
 BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time
 CONTAINER_PKGS := podman runc debootstrap busybox-static

@@ -51,4 +51,5 @@ tar -xzf cjson_1.7.15.orig.tar.gz -C cjson --strip-components=1
 tar -xzf libb64_1.2.orig.tar.gz -C libb64 --strip-components=1
 tar -xzf http-parser_2.9.4.orig.tar.gz -C http-parser --strip-components=1
 # zlib: only its deflate and inflate sources are built (see the Makefile).
+# Debian ships zlib as .tar.bz2: bzip2 is in BUILD_PKGS for it.
 tar -xjf zlib_1.2.13.dfsg.orig.tar.bz2 -C zlib --strip-components=1
