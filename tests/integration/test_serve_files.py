@@ -399,6 +399,24 @@ def test_upload_cut_mid_body_leaves_old_file_and_no_temp(serve, tmp_path, kind):
     assert a.client.call("Stat", {"path": str(t)})["entry"]["size"] == "12"
 
 
+def test_the_agent_killed_mid_upload_leaves_no_temp_file(agent, tmp_path):
+    a = Agent(agent)
+    try:
+        t = tmp_path / "keep"
+        t.write_bytes(b"old")
+        head = b"POST " + a.client.query(str(t)).encode() + b" HTTP/1.1\r\nHost: a\r\n" \
+            b"Content-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n"
+        s = raw_upload(a.sock, head, [b"n" * 100000])
+        wait_until(lambda: temp_files(tmp_path) != [], what="the upload's temporary file")
+        a.proc.kill()
+        a.proc.wait(timeout=TIMEOUT)
+        wait_until(lambda: temp_files(tmp_path) == [], what="the helper to remove its temporary file")
+        assert t.read_bytes() == b"old"
+        s.close()
+    finally:
+        a.stop()
+
+
 def test_a_stuck_upload_holds_no_other_client(serve, tmp_path):
     """A helper that stops (a hung disk, here SIGSTOP) stops its own upload
     only: the loop serves everyone else, and the upload finishes after."""
