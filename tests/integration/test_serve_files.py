@@ -43,8 +43,8 @@ def serve(agent, tmp_path):
         return a
 
     yield start
-    for a in started:
-        rc, err = a.stop()
+    ended = [a.stop() for a in started]  # every one, before any check
+    for rc, err in ended:
         assert rc == 0, err
         assert "AddressSanitizer" not in err and "runtime error" not in err, err
 
@@ -648,9 +648,7 @@ def test_watch_of_a_deleted_directory_ends_with_not_found(fs, tmp_path):
     try:
         assert s.next() == {"start": {}}
         os.rmdir(root)
-        while s.next() is not None:
-            pass
-        assert s.end["error"]["code"] == "not_found"
+        assert s.finish()["error"]["code"] == "not_found"
     finally:
         s.close()
 
@@ -670,9 +668,7 @@ def test_watch_overflow_is_reported_not_silent(serve, tmp_path):
                 os.close(os.open(root / ("f%d" % i), os.O_CREAT | os.O_WRONLY, 0o644))
         finally:
             a.proc.send_signal(signal.SIGCONT)
-        while s.next(timeout=TIMEOUT) is not None:
-            pass
-        assert s.end["error"]["code"] == "data_loss", s.end
+        assert s.finish()["error"]["code"] == "data_loss", s.end
     finally:
         s.close()
 
@@ -686,9 +682,8 @@ def test_watch_of_an_unwatchable_subdirectory_is_reported(serve, pub):
     s = a.client.stream("WatchDir", {"path": root, "recursive": True})
     try:
         assert s.next() == {"start": {}}
-        while s.next() is not None:
-            pass
-        assert s.end["error"]["code"] == "internal" and "closed" in s.end["error"]["message"], s.end
+        end = s.finish()
+        assert end["error"]["code"] == "internal" and "closed" in end["error"]["message"], end
     finally:
         s.close()
 
