@@ -58,8 +58,8 @@ struct fsrpc_op {
     char *path, *path2;     /* resolved (malloc'd) */
     uint32_t depth;         /* ListDir */
     int recursive, include_entry, network; /* WatchDir, CreateWatcher */
+    /* When set, runs instead of the reply (the watches go on from there). */
     void (*then)(struct fsrpc_op *op, int32_t code, const char *data, size_t n);
-    void *ctx;              /* for then */
 };
 /* Start op's helper; its reply finishes the call (or op->then runs
  * instead, in the loop). Returns 0, or -1 after failing the call. */

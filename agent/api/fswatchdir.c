@@ -130,7 +130,7 @@ static void on_keepalive(struct rpc_call *call, void *ctx)
 static void on_checked(struct fsrpc_op *op, int32_t code, const char *data, size_t n)
 {
     struct rpc_call *call = op->call;
-    char err[ERR_LEN] = "the connection is closing";
+    char err[ERR_LEN];
     if (code) {
         err_set(err, "%.*s", (int)(n < ERR_LEN ? n : ERR_LEN - 1), data);
         rpc_fail(call, code == FSJOB_FAILED ? RPC_INTERNAL : (enum rpc_code)code, err);
@@ -145,16 +145,21 @@ static void on_checked(struct fsrpc_op *op, int32_t code, const char *data, size
     }
     s->call = call;
     buf_init(&s->msg, (4u << 20) + 64);
-    /* The start event first, even if watching fails next: the SDK wants it. */
+    /* Every watch in place before the start event: a client that acts on
+     * it must not find a change missed. What goes wrong meanwhile (a
+     * directory below that cannot be watched) waits until start is out. */
     s->starting = 1;
-    int r = rpc_send(call, "{\"start\": {}}", 13) < 0
-                ? -1
-                : fswatch_start(&s->w, op->path, op->recursive, op->include_entry, &stream_ops, s, err);
+    int r = fswatch_start(&s->w, op->path, op->recursive, op->include_entry, &stream_ops, s, err);
     s->starting = 0;
     fsrpc_op_free(op);
     if (r < 0) {
         rpc_fail(call, RPC_INTERNAL, err);
         free_stream(s);
+        return;
+    }
+    if (rpc_send(call, "{\"start\": {}}", 13) < 0) { /* the connection is going */
+        s->call = NULL;
+        fswatch_release(&s->w, free_stream);
         return;
     }
     struct rpc_hooks h = {.more = on_more, .cancel = on_cancel, .stop = on_stop,

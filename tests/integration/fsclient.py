@@ -82,6 +82,16 @@ class Stream:
         assert flags == 0, flags
         return msg
 
+    def finish(self, timeout=TIMEOUT):
+        """Read to the end of the stream (within timeout, keepalives or not):
+        the end-stream message."""
+        deadline = time.monotonic() + timeout
+        while self.end is None:
+            left = deadline - time.monotonic()
+            assert left > 0, "the stream did not end"
+            self.next(timeout=left)
+        return self.end
+
     def events(self, until, timeout=TIMEOUT):
         """Filesystem events (keepalives skipped) until until(events) holds;
         fails at the deadline or the end of the stream."""
@@ -239,18 +249,28 @@ class Agent:
                                      preexec_fn=preexec)
         self.client = FsClient(self.sock, env.get("SANDBOX_AGENT_TOKEN"))
         self.err = None
-        deadline = time.monotonic() + 20
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.proc.kill()  # never left behind
+            self.proc.communicate(timeout=TIMEOUT)
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+
+    def wait_ready(self, deadline=20):
+        end = time.monotonic() + deadline
         while True:
             assert self.proc.poll() is None, "agent exited: %r" % (self.proc.communicate()[1],)
             try:
                 c = self.client.conn(timeout=2)
                 c.request("GET", "/health", headers=self.client.headers())
-                if c.getresponse().status == 204:
-                    c.close()
+                status = c.getresponse().status
+                c.close()
+                if status == 204:
                     return
             except OSError:
                 pass
-            assert time.monotonic() < deadline, "agent did not answer /health"
+            assert time.monotonic() < end, "agent did not answer /health"
             time.sleep(0.02)  # polling interval, bounded by the deadline
 
     def vm_hwm_kib(self):

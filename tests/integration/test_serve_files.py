@@ -43,8 +43,8 @@ def serve(agent, tmp_path):
         return a
 
     yield start
-    for a in started:
-        rc, err = a.stop()
+    ended = [a.stop() for a in started]  # every one, before any check
+    for rc, err in ended:
         assert rc == 0, err
         assert "AddressSanitizer" not in err and "runtime error" not in err, err
 
@@ -399,6 +399,24 @@ def test_upload_cut_mid_body_leaves_old_file_and_no_temp(serve, tmp_path, kind):
     assert a.client.call("Stat", {"path": str(t)})["entry"]["size"] == "12"
 
 
+def test_the_agent_killed_mid_upload_leaves_no_temp_file(agent, tmp_path):
+    a = Agent(agent)
+    try:
+        t = tmp_path / "keep"
+        t.write_bytes(b"old")
+        head = b"POST " + a.client.query(str(t)).encode() + b" HTTP/1.1\r\nHost: a\r\n" \
+            b"Content-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n"
+        s = raw_upload(a.sock, head, [b"n" * 100000])
+        wait_until(lambda: temp_files(tmp_path) != [], what="the upload's temporary file")
+        a.proc.kill()
+        a.proc.wait(timeout=TIMEOUT)
+        wait_until(lambda: temp_files(tmp_path) == [], what="the helper to remove its temporary file")
+        assert t.read_bytes() == b"old"
+        s.close()
+    finally:
+        a.stop()
+
+
 def test_a_stuck_upload_holds_no_other_client(serve, tmp_path):
     """A helper that stops (a hung disk, here SIGSTOP) stops its own upload
     only: the loop serves everyone else, and the upload finishes after."""
@@ -630,9 +648,7 @@ def test_watch_of_a_deleted_directory_ends_with_not_found(fs, tmp_path):
     try:
         assert s.next() == {"start": {}}
         os.rmdir(root)
-        while s.next() is not None:
-            pass
-        assert s.end["error"]["code"] == "not_found"
+        assert s.finish()["error"]["code"] == "not_found"
     finally:
         s.close()
 
@@ -652,9 +668,7 @@ def test_watch_overflow_is_reported_not_silent(serve, tmp_path):
                 os.close(os.open(root / ("f%d" % i), os.O_CREAT | os.O_WRONLY, 0o644))
         finally:
             a.proc.send_signal(signal.SIGCONT)
-        while s.next(timeout=TIMEOUT) is not None:
-            pass
-        assert s.end["error"]["code"] == "data_loss", s.end
+        assert s.finish()["error"]["code"] == "data_loss", s.end
     finally:
         s.close()
 
@@ -668,9 +682,8 @@ def test_watch_of_an_unwatchable_subdirectory_is_reported(serve, pub):
     s = a.client.stream("WatchDir", {"path": root, "recursive": True})
     try:
         assert s.next() == {"start": {}}
-        while s.next() is not None:
-            pass
-        assert s.end["error"]["code"] == "internal" and "closed" in s.end["error"]["message"], s.end
+        end = s.finish()
+        assert end["error"]["code"] == "internal" and "closed" in end["error"]["message"], end
     finally:
         s.close()
 
