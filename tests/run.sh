@@ -7,6 +7,8 @@
 #                [--fuzz SECONDS BIN...] [--container]
 set -u
 PYTHON=${PYTHON:-/usr/bin/python3}
+TEST_TIMEOUT=${TEST_TIMEOUT:-240}   # seconds one pytest test may take
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-1800} # seconds one pytest suite may take
 here=$(cd "$(dirname "$0")" && pwd)
 passed=0
 failed=0
@@ -42,10 +44,18 @@ run_pytest_dir() { # $1 = label, $2 = directory, rest = env assignments
     dir=$2
     shift 2
     echo "== $label"
-    env "$@" "$PYTHON" -m pytest -q -rs -p no:cacheprovider "$dir" >"$log" 2>&1
+    # A test that hangs fails after $TEST_TIMEOUT s with every thread's stack
+    # (pytest-timeout); a suite that hangs anyway is killed after
+    # $SUITE_TIMEOUT s, so a run always ends with its count. The output is
+    # shown as it is written, so a log cut short still says where it stopped.
+    env "$@" timeout -k 30 "$SUITE_TIMEOUT" "$PYTHON" -m pytest -q -rs -p no:cacheprovider \
+        --timeout="$TEST_TIMEOUT" "$dir" >"$log" 2>&1 &
+    pid=$!
+    # -rs names each skipped test's reason; the same reason is shown once, below.
+    tail -n +1 -f --pid=$pid "$log" | grep -v '^SKIPPED \['
+    wait $pid
     rc=$?
-    # -rs names each skipped test's reason; the same reason is shown once.
-    grep -v '^SKIPPED \[' "$log"
+    [ $rc = 124 ] && echo "$label: stopped after ${SUITE_TIMEOUT}s"
     if grep -q '^SKIPPED \[' "$log"; then
         echo "skipped, because:"
         sed -n 's/^SKIPPED \[[0-9]*\] [^:]*:[0-9]*: /   /p' "$log" | sort -u
