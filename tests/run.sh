@@ -8,7 +8,7 @@
 set -u
 PYTHON=${PYTHON:-/usr/bin/python3}
 TEST_TIMEOUT=${TEST_TIMEOUT:-240}   # seconds one pytest test may take
-SUITE_TIMEOUT=${SUITE_TIMEOUT:-1800} # seconds one pytest suite may take
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}  # seconds one pytest suite may take (~3x a normal run)
 here=$(cd "$(dirname "$0")" && pwd)
 passed=0
 failed=0

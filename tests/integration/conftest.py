@@ -68,6 +68,16 @@ def children(pid):
         return []
 
 
+def descendants(pid):
+    """Every process below pid (through each one's main thread), as ints."""
+    out, todo = [], [pid]
+    while todo:
+        for k in children(todo.pop()):
+            out.append(int(k))
+            todo.append(int(k))
+    return out
+
+
 def wait_until(pred, what, timeout=TIMEOUT, interval=0.01):
     """Poll pred() until it is true; for state that has no event to wait on
     (/proc, a file a child writes). Fails naming `what` after timeout."""

@@ -6,11 +6,12 @@ for a readiness line with a deadline, and finds the agent's host pid so the
 test can signal it the way `docker stop` does.
 """
 import os
+import signal
 import subprocess
 import threading
 import time
 
-from conftest import AGENT, TIMEOUT, agent_pid, clean_env, one_sentinel
+from conftest import AGENT, TIMEOUT, agent_pid, clean_env, descendants, one_sentinel
 
 UNSHARE = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
 
@@ -99,10 +100,15 @@ class Job:
         return one_sentinel(bytes(self.out))
 
     def kill(self):
-        try:
-            self.p.kill()
-        except ProcessLookupError:
-            pass
+        """Kill the agent and, when it is not PID 1 of a namespace that takes
+        everything with it, whatever it left running: a test never leaves a
+        process behind."""
+        left = [] if self.pid1 else descendants(self.p.pid)
+        for pid in [self.p.pid] + left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.p.wait()
 
 

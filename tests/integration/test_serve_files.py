@@ -482,6 +482,10 @@ def test_2gb_upload_and_download_in_flat_memory(serve, tmp_path):
     # default): a small one, so what is measured is the agent's (a build
     # without the sanitizer ignores the variable).
     asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=4"]))
+    free = shutil.disk_usage(tmp_path).free
+    if free < size + (1 << 30):
+        pytest.skip("%d MiB free under %s: the upload needs %d MiB and 1 GiB to spare"
+                    % (free >> 20, tmp_path.parent, size >> 20))
     a = serve(ASAN_OPTIONS=asan)
     fs = a.client
     p = tmp_path / "big.bin"
