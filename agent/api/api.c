@@ -3,6 +3,7 @@
  */
 #include "agent/api/api.h"
 #include "agent/api/procrpc.h"
+#include "agent/api/requser.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/num.h"
@@ -60,15 +61,10 @@ static int read_user(struct api_config *cfg, char *err)
 {
     struct user_info u;
     const char *v = getenv(ENV_USER);
-    cfg->user = v && *v ? v : NULL;
-    if (!cfg->user) return 0;
     char why[ERR_LEN];
-    if (user_lookup(cfg->user, USER_PASSWD, USER_GROUP, &u, why) < 0) {
+    cfg->user = v && *v ? v : NULL;
+    if (cfg->user && requser_get(cfg->user, &u, why) < 0) {
         err_set(err, ENV_USER ": %s", why);
-        return -1;
-    }
-    if (geteuid() != 0 && u.uid != geteuid()) {
-        err_set(err, ENV_USER ": running as '%s' needs the agent to run as root", cfg->user);
         return -1;
     }
     return 0;
@@ -185,7 +181,8 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
         a->t = NULL;
         return -1;
     }
-    procrpc_init(a->t, a->cfg.user);
+    procrpc_init(a->t);
+    requser_default(a->cfg.user);
     routes_app(&a->routes, &app);
     server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout, &app);
     a->started = 1;
@@ -200,7 +197,8 @@ void api_free(struct api *a)
     ev_timer_stop(a->loop, &a->bound_w);
     server_close_listener(&a->srv);
     if (a->cfg.addr.is_unix) (void)unlink(a->cfg.addr.path);
-    procrpc_init(NULL, NULL);
+    procrpc_init(NULL);
+    requser_default(NULL);
     proc_table_free(a->t);
     a->t = NULL;
     a->started = 0;

@@ -4,7 +4,7 @@
  */
 #include "agent/api/filesrt.h"
 #include "agent/api/fspath.h"
-#include "agent/api/fsuser.h"
+#include "agent/api/requser.h"
 #include "agent/api/query.h"
 #include "agent/core/err.h"
 #include "agent/core/jsonw.h"
@@ -46,7 +46,7 @@ int files_target(struct conn *c, struct user_info *u, struct buf *path, int *hav
         files_error(c, 400, "bad username parameter");
         goto fail;
     }
-    if (fsuser_get(r > 0 ? v.data : NULL, u, err) < 0) {
+    if (requser_get(r > 0 ? v.data : NULL, u, err) < 0) {
         files_error(c, errno == ENOENT ? 401 : errno == EPERM ? 403 : 500, err);
         goto fail;
     }

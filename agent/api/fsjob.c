@@ -6,7 +6,7 @@
  * (collected, or detached). Whichever comes last frees it.
  */
 #include "agent/api/fsjob.h"
-#include "agent/api/fsuser.h"
+#include "agent/api/requser.h"
 #include "agent/core/buf.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
@@ -95,7 +95,7 @@ static void child_main(const struct fsjob_opts *o, int out, pid_t parent)
 {
     if (child_fds(o, out) < 0) _exit(127);
     if (o->deathsig && (prctl(PR_SET_PDEATHSIG, o->deathsig) < 0 || getppid() != parent)) _exit(127);
-    if (o->user && fsuser_become(o->user) < 0) {
+    if (o->user && requser_become(o->user) < 0) {
         char msg[ERR_LEN];
         int n = snprintf(msg, sizeof msg, "cannot act as user '%s': %s", o->user->name, strerror(errno));
         fsjob_reply(FSJOB_FAILED, msg, (size_t)n);

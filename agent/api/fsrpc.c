@@ -13,7 +13,7 @@
 #include "agent/api/fsjob.h"
 #include "agent/api/fspath.h"
 #include "agent/api/fsreq.h"
-#include "agent/api/fsuser.h"
+#include "agent/api/requser.h"
 #include "agent/core/err.h"
 #include "agent/core/protocol.h"
 #include "agent/files/files.h"
@@ -42,7 +42,7 @@ enum rpc_code fsrpc_code(int errnum)
 int fsrpc_user(struct rpc_call *call, struct user_info *u)
 {
     char err[ERR_LEN];
-    if (fsuser_get(rpc_user(call), u, err) == 0) return 0;
+    if (requser_get(rpc_user(call), u, err) == 0) return 0;
     enum rpc_code code = errno == ENOENT ? RPC_UNAUTHENTICATED
                          : errno == EPERM ? RPC_PERMISSION_DENIED : RPC_INTERNAL;
     rpc_fail(call, code, err);

@@ -3,6 +3,7 @@
  * the default user, who a request runs as, the error codes, GET /envs.
  */
 #include "agent/api/procrpc.h"
+#include "agent/api/requser.h"
 #include "agent/core/err.h"
 #include "agent/core/jsonw.h"
 
@@ -13,34 +14,20 @@
 
 static struct {
     struct proc_table *t;
-    const char *user; /* NULL: the agent's own */
 } g;
 
-void procrpc_init(struct proc_table *t, const char *default_user)
-{
-    g.t = t;
-    g.user = default_user;
-}
+void procrpc_init(struct proc_table *t) { g.t = t; }
 
 struct proc_table *procrpc_table(void) { return g.t; }
 
 int procrpc_user(const char *name, struct user_info *u, enum rpc_code *code, char *err)
 {
-    if (!name) name = g.user;
-    if (!name) {
-        user_self(USER_PASSWD, USER_GROUP, u);
-        return 0;
-    }
-    if (user_lookup(name, USER_PASSWD, USER_GROUP, u, err) < 0) {
-        *code = errno == ENOENT ? RPC_INVALID_ARGUMENT : RPC_INTERNAL;
-        return -1;
-    }
-    if (geteuid() != 0 && u->uid != geteuid()) {
-        err_set(err, "running as user '%s' needs the agent to run as root", name);
-        *code = RPC_PERMISSION_DENIED;
-        return -1;
-    }
-    return 0;
+    if (requser_get(name, u, err) == 0) return 0;
+    /* The issue's and the README's word for a process: an unknown user is
+     * a bad argument (the filesystem side answers unauthenticated, as
+     * envd's does). */
+    *code = errno == ENOENT ? RPC_INVALID_ARGUMENT : errno == EPERM ? RPC_PERMISSION_DENIED : RPC_INTERNAL;
+    return -1;
 }
 
 enum rpc_code procrpc_code(int e)

@@ -20,13 +20,12 @@
 #include "agent/proc/proc.h"
 
 /* The table the handlers serve (NULL: every process RPC answers
- * `unavailable`) and the user of a request naming none (NULL: the user
- * the agent runs as). Both must outlive the serving. */
-void procrpc_init(struct proc_table *t, const char *default_user);
+ * `unavailable`); it must outlive the serving. */
+void procrpc_init(struct proc_table *t);
 struct proc_table *procrpc_table(void);
 
-/* The user `name` names (NULL: the default one). Returns 0, or -1 with the
- * code and a message in err. */
+/* The user `name` names (NULL: the default one, requser.h). Returns 0, or
+ * -1 with the code and a message in err. */
 int procrpc_user(const char *name, struct user_info *u, enum rpc_code *code, char *err);
 /* The Connect code of a process-table errno (proc.h). */
 enum rpc_code procrpc_code(int e);

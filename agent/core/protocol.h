@@ -98,8 +98,7 @@
 #define ENV_RETAIN_BYTES "SANDBOX_AGENT_RETAIN_BYTES"
 #define DEFAULT_RETAIN_BYTES (8u * 1024u * 1024u)
 #define DEFAULT_KEEP_FINISHED 1024
-/* serve: the default user of a request that names none; a Connect's replay. */
-#define ENV_USER "SANDBOX_AGENT_USER"
+/* serve: a Connect's replay (the default user, ENV_USER, is above). */
 #define HEADER_REPLAY_FROM "Sandbox-Agent-Replay-From"
 
 /* Job status words. */

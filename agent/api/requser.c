@@ -1,9 +1,8 @@
 /*
- * fsuser.c - the request's user (see fsuser.h).
+ * requser.c - the request's user (see requser.h).
  */
-#include "agent/api/fsuser.h"
+#include "agent/api/requser.h"
 #include "agent/core/err.h"
-#include "agent/core/protocol.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -11,10 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-int fsuser_get(const char *name, struct user_info *u, char *err)
+static const char *default_user; /* NULL: the agent's own */
+
+void requser_default(const char *name) { default_user = name && *name ? name : NULL; }
+
+int requser_get(const char *name, struct user_info *u, char *err)
 {
-    if (!name || !*name) name = getenv(ENV_USER);
-    if (!name || !*name) {
+    if (!name || !*name) name = default_user;
+    if (!name) {
         user_self(USER_PASSWD, USER_GROUP, u);
         return 0;
     }
@@ -27,7 +30,7 @@ int fsuser_get(const char *name, struct user_info *u, char *err)
     return 0;
 }
 
-int fsuser_become(const struct user_info *u)
+int requser_become(const struct user_info *u)
 {
     if (geteuid() != 0) return 0;
     if (setgroups(u->ngroups, u->groups) < 0 || setgid(u->gid) < 0 || setuid(u->uid) < 0)
