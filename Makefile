@@ -196,7 +196,13 @@ test-integration: $(B)/sandbox-agent $(B)/.pkgs-test
 	PYTHON=$(PYTHON) tests/run.sh --integration $(B)/sandbox-agent
 
 # ---- benchmarks -----------------------------------------------------------
-bench: $(B)/sandbox-agent $(B)/.pkgs-bench $(B)/.pkgs-test
+# Two minimal signal forwarders (tests/bench/fwd.c), the floor of each way
+# to wait for a signal, beside the agent in the signal-latency rows.
+$(B)/bench/fwd: tests/bench/fwd.c $(B)/musl/deps/libev/ev.o
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(MUSL_CFLAGS) $(DEFS) $(INCLUDES) $(MUSL_LDFLAGS) -o $@ $< $(B)/musl/deps/libev/ev.o -lm
+
+bench: $(B)/sandbox-agent $(B)/bench/fwd $(B)/.pkgs-bench $(B)/.pkgs-test
 	$(PYTHON) tests/bench/bench.py $(B)/sandbox-agent
 
 clean:

@@ -13,7 +13,9 @@
 #include "agent/core/pid1.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
@@ -24,6 +26,32 @@ int jobctl_init(struct jobctl *jc)
     jc->stopped = 0;
     jc->tty = (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp()) ? STDIN_FILENO : -1;
     return jc->tty;
+}
+
+int jobctl_no_terminal(void)
+{
+    /* /dev/tty is the controlling terminal, whatever fds 0-2 are; ENXIO:
+     * there is none. Without /dev/tty (a bare image), the 7th field of
+     * /proc/self/stat, tty_nr, says; without either, assume a terminal. */
+    int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    if (errno == ENXIO) return 1;
+    char buf[512];
+    fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    /* "pid (comm) state ppid pgrp session tty_nr": comm may hold anything,
+     * so count from its last ')'. */
+    char *p = strrchr(buf, ')');
+    int tty_nr = -1;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %d", &tty_nr) != 1) return 0;
+    return tty_nr == 0;
 }
 
 void jobctl_started(struct jobctl *jc, pid_t job) { jc->job = job; }

@@ -23,6 +23,15 @@ struct jobctl {
  * terminal whose foreground is our group), or -1. */
 int jobctl_init(struct jobctl *jc);
 
+/* 1 when the agent has no controlling terminal at all (the usual container,
+ * `docker run` without -t): the job then leads a session of its own, as
+ * under dumb-init, since no terminal's job control needs it in ours. The
+ * scheduler then gives the job an autogroup of its own
+ * (sched_autogroup_enabled): the agent's and the job's CPU time are shared
+ * fairly as two sessions, and a forwarded signal wakes the job sooner.
+ * 0 with a terminal, or when that cannot be told (nothing changes then). */
+int jobctl_no_terminal(void);
+
 /* The job's process group, once it started. */
 void jobctl_started(struct jobctl *jc, pid_t job);
 

@@ -305,7 +305,8 @@ static int run_start(struct run_state *st)
      * Ctrl-C and job control reach it, as in a shell. */
     int tty_fd = jobctl_init(&st->jc);
 
-    struct spawn_opts so = {.argv = st->cmd, .new_pgrp = 1, .tty_fd = tty_fd, .stdin_fd = -1,
+    struct spawn_opts so = {.argv = st->cmd, .new_pgrp = 1, .new_session = tty_fd < 0 && jobctl_no_terminal(),
+                            .tty_fd = tty_fd, .stdin_fd = -1,
                             .stdout_fd = out_fd, .stderr_fd = errpipe_child_fd(&st->err), .cwd = NULL};
     st->child = spawn_child(&so, &st->exec_errno, err);
     if (out_fd >= 0) close(out_fd);

@@ -129,9 +129,21 @@ SUPERVISORS = [("tini", ["/usr/bin/tini", "-s", "--"]),
                ("catatonit", ["/usr/bin/catatonit", "--"])]
 
 
+def floors(agent):
+    """The two minimal forwarders of tests/bench/fwd.c (built beside the
+    agent by `make bench`): what waiting for a signal costs by itself, with
+    sigtimedwait as tini waits and with a signalfd read from a libev loop as
+    the agent waits. The agent's distance to the second is its own code's;
+    the distance between the two is the mechanism's."""
+    fwd = os.path.join(os.path.dirname(agent), "bench", "fwd")
+    if not os.access(fwd, os.X_OK):
+        return []
+    return [("floor: sigtimedwait", [fwd, "wait"]), ("floor: signalfd+libev", [fwd, "loop"])]
+
+
 def bench(agent):
     env = dict(os.environ, SANDBOX_RESULT="/tmp/sa-bench-sig/result.json")
-    sups = [("sandbox-agent", [agent, "run", "--"])] + SUPERVISORS
+    sups = [("sandbox-agent", [agent, "run", "--"])] + SUPERVISORS + floors(agent)
     got = measure(sups, env)
     rows = []
     a = got["sandbox-agent"]

@@ -201,3 +201,33 @@ def test_terminal_stop_signal_does_not_stop_pid1(env):
         assert j.finish() == 0
     finally:
         j.kill()
+
+
+# The job's session (README "PID 1 duties": Terminal): with a controlling
+# terminal it stays in the agent's session, where the terminal's job control
+# is; without one it leads a session of its own.
+SESSION_OF = ("import os; s = os.getsid(0); print('session', 'own' if s == os.getpid() else "
+              "'agent' if s == os.getsid(os.getppid()) else 'other', flush=True)")
+
+
+@pytest.mark.parametrize("pid1", MODES)
+def test_job_on_a_terminal_stays_in_the_agents_session(pid1, env):
+    t = on_pty([PY, "-c", SESSION_OF], pid1, env)
+    try:
+        t.read_until(RESULT_SENTINEL.encode(), timeout=STEP)
+        code = t.wait(timeout=STEP)
+    finally:
+        t.close()
+    assert code == 0 and b"session agent" in t.out, t.out
+
+
+@pytest.mark.parametrize("pid1", MODES)
+def test_job_without_a_terminal_leads_its_own_session(pid1, env):
+    # A new session: the agent has no controlling terminal at all, as under
+    # `docker run` without -t, even when the tests run on a terminal.
+    j = Job(py(SESSION_OF), pid1=pid1, env=env, start_new_session=True)
+    try:
+        line = j.wait_text("session ")
+    finally:
+        j.kill()
+    assert line == b"session own\n", line
