@@ -31,8 +31,8 @@ import sys
 import tempfile
 import time
 
-ROUNDS = 10
-PER_ROUND = 30  # 300 signals per supervisor in all
+ROUNDS = 30
+PER_ROUND = 30  # 900 signals per supervisor in all
 WARMUP = 30     # per start: the previous job's exit is still being torn down
 
 JOB = r"""
