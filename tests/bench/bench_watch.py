@@ -28,18 +28,9 @@ BARRIER = "zz-barrier"
 HANG = 120  # seconds: a run that takes longer has hung
 CLK = os.sysconf("SC_CLK_TCK")
 
-BURST = r"""
-import os, sys
-root = sys.argv[1]
-for c in range(20):
-    path = os.path.join(root, "c%02d" % c, *["n%d" % k for k in range(10)])
-    os.makedirs(path)
-    d = path
-    for k in range(10):
-        for i in range(100):
-            open(os.path.join(d, "f%03d" % i), "wb").close()
-        d = os.path.dirname(d)
-"""
+# The integration test's burst (tests/integration/workloads/burst.py).
+BURST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration", "workloads",
+                     "burst.py")
 
 
 def _agent_cmd(agent, root):
@@ -148,7 +139,7 @@ def _burst(cmd, on_err, root, agent_side):
     r = Run(cmd, on_err)
     try:
         r.ready_seconds()
-        subprocess.run([sys.executable, "-c", BURST, root], check=True, timeout=HANG)
+        subprocess.run([sys.executable, BURST, root], check=True, timeout=HANG)
         open(os.path.join(root, BARRIER), "wb").close()
         key = BARRIER.encode()
         r.wait(lambda: any(key in ln for ln in r.lines[-50:]))

@@ -1,9 +1,17 @@
-"""Helpers shared by the bench modules: hyperfine runs and RSS readings."""
+"""Helpers shared by the bench modules: hyperfine runs and RSS readings;
+children, free_port and proc_status_kib are tests/integration/testlib.py's."""
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
+
+# Appended, not put first: tests/integration has a connectc.py of its own,
+# which must not shadow tests/sdk's (servelib.py).
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "integration"))
+
+from testlib import children, free_port, proc_status_kib  # noqa: E402,F401  (tests/integration/testlib.py)
 
 
 def hyperfine(commands, runs=200, warmup=20, env=None):
@@ -21,22 +29,6 @@ def hyperfine(commands, runs=200, warmup=20, env=None):
     return {r["command"]: r["mean"] * 1000.0 for r in data["results"]}
 
 
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS for %d" % pid)
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except FileNotFoundError:
-        return []
-
-
 def supervisor_rss(argv, env=None):
     """RSS (KiB) of a supervisor process once its child is running."""
     p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -47,7 +39,7 @@ def supervisor_rss(argv, env=None):
                 raise RuntimeError("no child under %s" % argv)
             time.sleep(0.01)
         time.sleep(0.2)  # let it settle into its wait loop
-        return rss_kib(p.pid)
+        return proc_status_kib(p.pid, "VmRSS")
     finally:
         p.kill()
         p.wait()

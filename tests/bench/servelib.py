@@ -3,7 +3,6 @@ the raw Connect client (tests/sdk/connectc.py), and the "not served" row for
 an RPC the binary under test does not implement yet."""
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "sdk"))
 
+from benchlib import free_port, proc_status_kib  # noqa: E402  (tests/integration/testlib.py's, through benchlib)
 from connectc import FILESYSTEM, PROCESS, Client, RpcError  # noqa: E402,F401  (tests/sdk/connectc.py)
 
 NOT_SERVED = "n/a (not served)"
@@ -45,12 +45,6 @@ def na_rows(names):
     return [row(w, NOT_SERVED, b, None, u) for w, b, u in names]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Serve:
     """`sandbox-agent serve` on 127.0.0.1:PORT (no token: loopback)."""
 
@@ -79,11 +73,7 @@ class Serve:
         return Client(self.addr, **kw)
 
     def rss_kib(self, field="VmRSS"):
-        with open("/proc/%d/status" % self.p.pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-        raise RuntimeError("no %s" % field)
+        return proc_status_kib(self.p.pid, field)
 
     def stop(self):
         if self.p.poll() is None:

@@ -24,22 +24,15 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then echo "usage: $0 WORKDIR [REPO]" >&2; exit 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=${2:-$(cd "$here/../.." && pwd)}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# shellcheck source=tests/container/podenv.sh
+. "$here/podenv.sh"
 
-t0=$(date +%s)
-step() { echo "nested.sh: [$(( $(date +%s) - t0 ))s] $*" >&2; }
-die() { echo "nested.sh: FAILED: $*" >&2; exit 1; }
-
-[ "$(id -u)" = 0 ] || die "needs root (podman as root, with runc)"
-mkdir -p "$1"
-work=$(cd "$1" && pwd)
-case $work in *[[:space:]]*) die "WORKDIR must not contain white space: $work" ;; esac
+pod_workdir "$1"
 "$here/../../deps/packages.sh" podman runc debootstrap git || die "installing podman runc debootstrap git"
 
 # The machine's limits: generous, as a machine's are, within the ones here.
 POD_NOFILE=65536
 POD_NPROC=16384
-# shellcheck source=tests/container/podenv.sh
-. "$here/podenv.sh"
 pod_choose "$work"
 name="sa-nested-$$"
 image="localhost/sa-nested-debian12"
@@ -79,6 +72,6 @@ $P exec "$name" sh -c 'set -e
     cd /root/sandbox-agent
     make
     make test' >"$work/nested.log" 2>&1 || rc=$?
-step "make test exited $rc after $(( $(date +%s) - t0 ))s"
+step "make test exited $rc after $(( $(date +%s) - pod_t0 ))s"
 grep -E '^[0-9]+ passed, [0-9]+ failed$' "$work/nested.log" | tail -n 1 || tail -n 40 "$work/nested.log"
 exit "$rc"

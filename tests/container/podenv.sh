@@ -1,6 +1,7 @@
-# shellcheck shell=sh disable=SC2034  # P and LIMITS are for the caller
-# The podman of one run of the container tests, chosen once (sourced by
-# tests/container/setup.sh and tests/container/nested.sh; POSIX sh).
+# shellcheck shell=sh disable=SC2034  # P, LIMITS and work are for the caller
+# The podman of one run of the container tests, chosen once, and the start
+# those scripts share (sourced by tests/container/setup.sh and
+# tests/container/nested.sh; POSIX sh).
 #
 #   pod_choose WORKDIR   chooses the flags and writes them one per line:
 #                          WORKDIR/podman.args  global flags of every podman call
@@ -18,8 +19,24 @@
 # explicit, and never above the hard limits here (raising one needs
 # CAP_SYS_RESOURCE, which a container's root may not have).
 #
-# The caller defines step (a progress line on stderr). POD_NOFILE and
-# POD_NPROC cap the rlimits (default 1024 each: what the images are tested with).
+#   pod_workdir DIR      as root only: makes DIR and sets work to its absolute path
+#
+# Sourcing the file starts the caller's clock and defines step (a progress
+# line on stderr: the script's name and the seconds since) and die (a failure
+# line, then exit 1). POD_NOFILE and POD_NPROC cap the rlimits (default 1024
+# each: what the images are tested with).
+
+pod_t0=$(date +%s)
+pod_self=${0##*/}
+step() { echo "$pod_self: [$(( $(date +%s) - pod_t0 ))s] $*" >&2; }
+die() { echo "$pod_self: FAILED: $*" >&2; exit 1; }
+
+pod_workdir() { # DIR
+    [ "$(id -u)" = 0 ] || die "needs root (podman as root, with runc); uid is $(id -u)"
+    mkdir -p "$1"
+    work=$(cd "$1" && pwd)
+    case $work in *[[:space:]]*) die "WORKDIR must not contain white space: $work" ;; esac
+}
 
 pod_choose() { # WORKDIR
     pod_work=$1

@@ -38,21 +38,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 src=${SANDBOX_AGENT_SRC:-$repo}
+# shellcheck source=tests/container/podenv.sh
+. "$here/podenv.sh"
 
-t0=$(date +%s)
-step() { echo "setup.sh: [$(( $(date +%s) - t0 ))s] $*" >&2; }
-die() { echo "setup.sh: FAILED: $*" >&2; exit 1; }
-
-[ "$(id -u)" = 0 ] || die "the container tests need root (podman as root, with runc); uid is $(id -u)"
-mkdir -p "$2"
-work=$(cd "$2" && pwd)
-case $work in *[[:space:]]*) die "WORKDIR must not contain white space: $work" ;; esac
+pod_workdir "$2"
 
 step "packages: podman runc debootstrap busybox-static"
 "$repo/deps/packages.sh" podman runc debootstrap busybox-static || die "installing podman runc debootstrap busybox-static"
 
-# shellcheck source=tests/container/podenv.sh
-. "$here/podenv.sh"
 pod_choose "$work"
 
 step "podman can run: $P"

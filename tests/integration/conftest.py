@@ -3,14 +3,16 @@
 The binary under test comes from $SANDBOX_AGENT (tests/run.sh sets it: the
 static build, then the sanitizer build). Tests drive it only through argv,
 environment, stdin/stdout/stderr and the filesystem, as a host SDK would.
+What tests/sdk and tests/bench use too lives in testlib.py.
 """
 import base64
 import json
 import os
-import socket
 import time
 
 import pytest
+
+from testlib import children, clean_env, free_port, vm_hwm_kib  # noqa: F401  (re-exported to the tests)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -27,17 +29,6 @@ def agent():
     if not os.access(AGENT, os.X_OK):
         pytest.fail("no agent binary at %s (run make first)" % AGENT)
     return AGENT
-
-
-def clean_env(**extra):
-    """A minimal environment: nothing from the test runner leaks into a job."""
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-    # Keep the sanitizer's options so the ASan build reports, not aborts oddly.
-    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
-        if k in os.environ:
-            env[k] = os.environ[k]
-    env.update({k: v for k, v in extra.items() if v is not None})
-    return env
 
 
 def sentinels(stdout: bytes):
@@ -57,24 +48,33 @@ def one_sentinel(stdout: bytes):
     return s[0]
 
 
+def started_agents(make):
+    """The body of a `serve` fixture: yields start(*a, **kw), which makes an
+    agent with make(*a, **kw) (an object whose stop() ends it and returns
+    (exit status, stderr text)) and keeps it; at the end stops every one,
+    then checks each exited 0 with no sanitizer report."""
+    started = []
+
+    def start(*a, **kw):
+        started.append(make(*a, **kw))
+        return started[-1]
+
+    yield start
+    ended = [a.stop() for a in started]  # every one, before any check
+    for rc, err in ended:
+        assert rc == 0, err
+        assert "AddressSanitizer" not in err and "runtime error" not in err, err
+
+
 # ---- processes, as the tests look at them through /proc ----------------------
-
-def children(pid):
-    """The pids of pid's children (its main thread's), as strings; [] once it is gone."""
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return f.read().split()
-    except OSError:
-        return []
-
 
 def descendants(pid):
     """Every process below pid (through each one's main thread), as ints."""
     out, todo = [], [pid]
     while todo:
         for k in children(todo.pop()):
-            out.append(int(k))
-            todo.append(int(k))
+            out.append(k)
+            todo.append(k)
     return out
 
 
@@ -96,16 +96,32 @@ def agent_pid(p, pid1):
     if not pid1:
         return p.pid
     kids = wait_until(lambda: children(p.pid), "the agent to start under unshare")
-    return int(kids[0])
+    return kids[0]
+
+
+def stat_fields(pid):
+    """The fields of /proc/PID/stat after the command name (state, ppid,
+    pgrp, session, ...), or None when pid is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def proc_stats():
+    """(pid, stat_fields(pid)) of every process there is."""
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            fields = stat_fields(int(d))
+            if fields is not None:
+                yield int(d), fields
 
 
 def proc_state(pid):
     """The state letter of /proc/PID/stat ('R', 'S', 'Z', ...), or None when gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
+    fields = stat_fields(pid)
+    return fields[0] if fields else None
 
 
 def alive(pid):
@@ -115,33 +131,4 @@ def alive(pid):
 
 def zombies_of(pid):
     """The zombies whose parent is pid."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] == "Z" and int(fields[1]) == pid:
-            out.append(int(d))
-    return out
-
-
-def vm_hwm_kib(pid):
-    """Peak resident memory of pid so far, in KiB."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM"):
-                return int(line.split()[1])
-    raise AssertionError("no VmHWM for %d" % pid)
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return [p for p, fields in proc_stats() if fields[0] == "Z" and int(fields[1]) == pid]

@@ -21,7 +21,7 @@ import tempfile
 import time
 import urllib.parse
 
-from conftest import TIMEOUT, clean_env
+from conftest import TIMEOUT, clean_env, vm_hwm_kib
 
 
 def jpath(p):
@@ -274,11 +274,7 @@ class Agent:
             time.sleep(0.02)  # polling interval, bounded by the deadline
 
     def vm_hwm_kib(self):
-        with open("/proc/%d/status" % self.proc.pid) as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-        raise AssertionError("no VmHWM")
+        return vm_hwm_kib(self.proc.pid)
 
     def reset_hwm(self):
         """Reset the peak RSS counter (clear_refs 5), so a later VmHWM is

@@ -13,23 +13,12 @@ import select
 import signal
 import time
 
-from conftest import TIMEOUT
+from conftest import TIMEOUT, proc_stats
 
 
 def session_members(sid):
     """Pids whose session is sid (from /proc/PID/stat)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":
-            out.append(int(d))
-    return out
+    return [p for p, fields in proc_stats() if int(fields[3]) == sid and fields[0] != "Z"]
 
 
 def clean_signal_state():

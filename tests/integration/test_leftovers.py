@@ -17,15 +17,11 @@ import time
 
 import pytest
 
-from conftest import AGENT, PY, TIMEOUT, clean_env, one_sentinel
+from conftest import AGENT, PY, TIMEOUT, one_sentinel
 from jobs import UNSHARE, run
-from test_run import Hook, hook_server, tls_hook, tmp  # noqa: F401 (fixtures)
+from reports import Hook, hook_server, result_env, tls_hook, tmp  # noqa: F401  (fixtures)
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-
-
-def result_env(tmp, **extra):
-    return clean_env(SANDBOX_RESULT=str(tmp / "out" / "result.json"), **extra)
 
 
 def kill_listed(pids):

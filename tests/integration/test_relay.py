@@ -6,8 +6,8 @@ reads its fd 2 back, orphans that write after the report, and each kind of
 stdout the relay writes to. Each test bounds every wait and cleans up what it
 started."""
 import base64
+import contextlib
 import fcntl
-import http.server
 import json
 import os
 import secrets
@@ -22,45 +22,11 @@ import pytest
 
 from conftest import AGENT, PY, RESULT_SENTINEL, TIMEOUT, agent_pid, alive, clean_env, one_sentinel, wait_until
 from jobs import agent_argv, py
+from reports import Hook, hook, hook_server, result_env, tmp  # noqa: F401  (fixtures)
 
 MODES = [pytest.param(True, id="pid1"), pytest.param(False, id="child")]
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
-
-
-@pytest.fixture
-def tmp(tmp_path):
-    os.chmod(tmp_path, 0o777)
-    return tmp_path
-
-
-def result_env(tmp, **extra):
-    return clean_env(SANDBOX_RESULT=str(tmp / "out" / "result.json"), **extra)
-
-
-class Hook(http.server.BaseHTTPRequestHandler):
-    received = []
-    delay = 0.0  # seconds before the answer, like a real server's latency
-
-    def do_POST(self):
-        Hook.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-        time.sleep(Hook.delay)
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *a):
-        pass
-
-
-@pytest.fixture
-def hook():
-    Hook.received = []
-    Hook.delay = 0.0
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield "http://127.0.0.1:%d/hook" % srv.server_address[1]
-    srv.shutdown()
-    srv.server_close()
 
 
 class Reader:
@@ -123,6 +89,23 @@ def full_pipe_write_end(tmp):
     return wfd, rfd
 
 
+@contextlib.contextmanager
+def on_full_stdout(tmp, argv, pid1, env):
+    """`run` of argv (as PID 1 or not) with its stdout on a full pipe that
+    nobody reads (full_pipe_write_end): (the Popen, a Reader of its stderr).
+    Killed at the end if it still runs."""
+    wfd, rfd = full_pipe_write_end(tmp)
+    p = subprocess.Popen(agent_argv(argv, pid1), stdin=subprocess.DEVNULL, stdout=wfd, stderr=subprocess.PIPE,
+                         env=env)
+    os.close(wfd)
+    try:
+        yield p, Reader(p.stderr)
+    finally:
+        os.close(rfd)
+        if p.poll() is None:
+            p.kill()
+
+
 def fill_pipe(wfd):
     block = b"p" * 4095 + b"\n"
     while True:
@@ -148,13 +131,8 @@ def test_stalled_stdout_sigterm_still_posts_the_webhook(pid1, tmp, hook):
     # docker stop with a log reader that never reads: the job ends on
     # SIGTERM, its output and the sentinel cannot go out; after the grace
     # period they are abandoned (logged) and the webhook still goes out.
-    wfd, rfd = full_pipe_write_end(tmp)
     env = result_env(tmp, SANDBOX_JOB_WEBHOOK=hook, SANDBOX_AGENT_GRACE_SECONDS="1")
-    p = subprocess.Popen(agent_argv(py(WRITE_FOREVER), pid1), stdin=subprocess.DEVNULL, stdout=wfd,
-                         stderr=subprocess.PIPE, env=env)
-    os.close(wfd)
-    try:
-        err = Reader(p.stderr)
+    with on_full_stdout(tmp, py(WRITE_FOREVER), pid1, env) as (p, err):
         err.wait_for(b"ready")
         os.kill(agent_pid(p, pid1), signal.SIGTERM)
         t0 = time.monotonic()
@@ -163,23 +141,14 @@ def test_stalled_stdout_sigterm_still_posts_the_webhook(pid1, tmp, hook):
         stderr = err.wait_eof()
         assert b"abandoned" in stderr and b"bytes of the job's output" in stderr, stderr
         assert len(Hook.received) == 1
-        assert Hook.received[0]["exit_code"] == 143
-    finally:
-        os.close(rfd)
-        if p.poll() is None:
-            p.kill()
+        assert Hook.payloads()[0]["exit_code"] == 143
 
 
 def test_stalled_stdout_stop_signal_during_the_report(tmp, hook):
     # The job exits by itself; the report waits on stdout; SIGTERM then
     # abandons it at once (the default bound is 30 s).
-    wfd, rfd = full_pipe_write_end(tmp)
     env = result_env(tmp, SANDBOX_JOB_WEBHOOK=hook, SANDBOX_AGENT_LOG="info")
-    p = subprocess.Popen(agent_argv(["sh", "-c", "echo hello; exit 4"], True), stdin=subprocess.DEVNULL,
-                         stdout=wfd, stderr=subprocess.PIPE, env=env)
-    os.close(wfd)
-    try:
-        err = Reader(p.stderr)
+    with on_full_stdout(tmp, ["sh", "-c", "echo hello; exit 4"], True, env) as (p, err):
         err.wait_for(b"job exited with code 4", timeout=20)
         t0 = time.monotonic()
         os.kill(agent_pid(p, True), signal.SIGTERM)
@@ -187,34 +156,21 @@ def test_stalled_stdout_stop_signal_during_the_report(tmp, hook):
         assert time.monotonic() - t0 < 10
         stderr = err.wait_eof()
         assert b"stop signal during the report" in stderr, stderr
-        assert [h["exit_code"] for h in Hook.received] == [4]
-    finally:
-        os.close(rfd)
-        if p.poll() is None:
-            p.kill()
+        assert [h["exit_code"] for h in Hook.payloads()] == [4]
 
 
 @pytest.mark.parametrize("pid1", MODES)
 def test_stalled_stdout_report_bound(pid1, tmp, hook):
     # No signal at all: SANDBOX_AGENT_REPORT_SECONDS bounds the wait.
-    wfd, rfd = full_pipe_write_end(tmp)
     env = result_env(tmp, SANDBOX_JOB_WEBHOOK=hook, SANDBOX_AGENT_REPORT_SECONDS="1")
-    p = subprocess.Popen(agent_argv(["sh", "-c", "echo hello"], pid1), stdin=subprocess.DEVNULL, stdout=wfd,
-                         stderr=subprocess.PIPE, env=env)
-    os.close(wfd)
-    try:
-        err = Reader(p.stderr)
+    with on_full_stdout(tmp, ["sh", "-c", "echo hello"], pid1, env) as (p, err):
         t0 = time.monotonic()
         assert finish(p, timeout=30) == 0
         assert time.monotonic() - t0 < 15
         stderr = err.wait_eof()
         assert b"no report within 1 s of the job's exit" in stderr, stderr
         assert b"abandoned 6 bytes of the job's output" in stderr, stderr
-        assert [h["exit_code"] for h in Hook.received] == [0]
-    finally:
-        os.close(rfd)
-        if p.poll() is None:
-            p.kill()
+        assert [h["exit_code"] for h in Hook.payloads()] == [0]
 
 
 def test_bad_report_seconds(tmp):
@@ -250,7 +206,7 @@ def test_slow_reader_gets_the_sentinel_and_the_webhook_its_budget(tmp, hook):
         assert stream.endswith(b"hello\n" + RESULT_SENTINEL.encode() + stream.rsplit(b"__", 1)[1])
         assert one_sentinel(stream)["exit_code"] == 3
         stderr = err.wait_eof()
-        assert [h["exit_code"] for h in Hook.received] == [3], stderr
+        assert [h["exit_code"] for h in Hook.payloads()] == [3], stderr
         assert b"webhook" not in stderr, stderr
     finally:
         timer.cancel()

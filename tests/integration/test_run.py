@@ -2,7 +2,6 @@
 container runtime drive it. Most tests run twice: as PID 1 of a fresh PID
 namespace and as an ordinary child (where the agent is a subreaper)."""
 import base64
-import http.server
 import json
 import os
 import secrets
@@ -12,7 +11,6 @@ import socket
 import subprocess
 import tempfile
 import termios
-import threading
 import time
 
 import pytest
@@ -21,20 +19,11 @@ from conftest import (AGENT, PY, RESULT_SENTINEL, TIMEOUT, alive, children, clea
                       proc_state, wait_until)
 from jobs import UNSHARE, Job, py, run
 from ptys import PtyProc
+from reports import Hook, hook_server, result_env, tls_hook, tmp  # noqa: F401  (fixtures)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WL = os.path.join(HERE, "workloads")
 MODES = [pytest.param(True, id="pid1"), pytest.param(False, id="child")]
-
-
-@pytest.fixture
-def tmp(tmp_path):
-    os.chmod(tmp_path, 0o777)
-    return tmp_path
-
-
-def result_env(tmp, **extra):
-    return clean_env(SANDBOX_RESULT=str(tmp / "out" / "result.json"), **extra)
 
 
 # ---------------------------------------------------------------- inputs ----
@@ -258,31 +247,6 @@ def test_large_output_relayed_intact(tmp):
 
 # --------------------------------------------------------------- webhook ----
 
-class Hook(http.server.BaseHTTPRequestHandler):
-    received = []
-
-    def do_POST(self):
-        n = int(self.headers["Content-Length"])
-        Hook.received.append((self.path, self.headers["Content-Type"], self.rfile.read(n),
-                              self.headers.get("Authorization")))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *a):
-        pass
-
-
-@pytest.fixture
-def hook_server():
-    Hook.received = []
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
 @pytest.mark.parametrize("pid1", MODES)
 def test_webhook_http(pid1, tmp, hook_server):
     url = "http://user:pw@127.0.0.1:%d/hook/path?x=1" % hook_server.server_address[1]
@@ -336,25 +300,6 @@ def test_webhook_bad_url(tmp):
     r = run(["true"], True, result_env(tmp, SANDBOX_JOB_WEBHOOK="ftp://example/"))
     assert r.returncode == 0
     assert b"must start with http:// or https://" in r.stderr
-
-
-@pytest.fixture
-def tls_hook(tmp):
-    cert, key = tmp / "cert.pem", tmp / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
-                    "-out", str(cert)], check=True, capture_output=True)
-    import ssl
-    Hook.received = []
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(str(cert), str(key))
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv, cert
-    srv.shutdown()
-    srv.server_close()
 
 
 def test_webhook_https_through_curl(tmp, tls_hook):

@@ -25,7 +25,7 @@ import zlib
 
 import pytest
 
-from conftest import TIMEOUT
+from conftest import TIMEOUT, children, started_agents
 from fsclient import Agent, RpcError, bpath, jpath, wait_until
 
 NOBODY = 65534
@@ -34,19 +34,8 @@ HOSTILE = [b"new\nline", b"bad\xffutf8\xc3", b"-leading-dash", b"sp ace", b'quo"
 
 
 @pytest.fixture
-def serve(agent, tmp_path):
-    started = []
-
-    def start(preexec=None, **env):
-        a = Agent(agent, preexec=preexec, **env)
-        started.append(a)
-        return a
-
-    yield start
-    ended = [a.stop() for a in started]  # every one, before any check
-    for rc, err in ended:
-        assert rc == 0, err
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err
+def serve(agent):
+    yield from started_agents(lambda preexec=None, **env: Agent(agent, preexec=preexec, **env))
 
 
 @pytest.fixture
@@ -426,8 +415,7 @@ def test_a_stuck_upload_holds_no_other_client(serve, tmp_path):
         b"Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     s = raw_upload(a.sock, head, [b"1000\r\n" + b"s" * 0x1000 + b"\r\n"])
     wait_until(lambda: temp_files(tmp_path) != [], what="the upload's temporary file")
-    with open("/proc/%d/task/%d/children" % (a.proc.pid, a.proc.pid)) as f:
-        helpers = [int(p) for p in f.read().split()]
+    helpers = children(a.proc.pid)
     assert len(helpers) == 1
     os.kill(helpers[0], signal.SIGSTOP)
     try:

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import TIMEOUT, clean_env
+from conftest import TIMEOUT, clean_env, started_agents
 
 TOKEN = "t0ken-abc"
 NONCE = "n0nce-xyz"
@@ -69,19 +69,11 @@ class Agent:
 
 @pytest.fixture
 def serve(agent, tmp_path):
-    started = []
-
-    def start(**env):
+    def make(**env):
         env.setdefault("SANDBOX_AGENT_TOKEN", TOKEN)
-        a = Agent(agent, tmp_path, **env)
-        started.append(a)
-        return a
+        return Agent(agent, tmp_path, **env)
 
-    yield start
-    for a in started:
-        rc, err = a.stop()
-        assert rc == 0, err
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err
+    yield from started_agents(make)
 
 
 def request(method, path, headers=None, body=b"", token=TOKEN, version="HTTP/1.1"):

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import TIMEOUT, agent_pid, alive, children, vm_hwm_kib, wait_until, zombies_of
+from conftest import TIMEOUT, agent_pid, alive, children, started_agents, vm_hwm_kib, wait_until, zombies_of
 from connectc import (TOKEN, Conn, ServeAgent, Stream, b64, end_of, envelope, head_bytes,
                       output, unb64)
 
@@ -27,18 +27,7 @@ LIST = "process.Process/List"
 
 @pytest.fixture
 def serve(agent):
-    started = []
-
-    def start(argv=("serve",), **env):
-        a = ServeAgent(agent, argv=argv, **env)
-        started.append(a)
-        return a
-
-    yield start
-    for a in started:
-        rc, err = a.stop()
-        assert rc == 0, err
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err
+    yield from started_agents(lambda argv=("serve",), **env: ServeAgent(agent, argv=argv, **env))
 
 
 def read_until(stream, pred, timeout=TIMEOUT, chan="stdout"):

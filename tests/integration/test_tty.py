@@ -45,20 +45,27 @@ def the_sentinel(t):
     return json.loads(base64.b64decode(s[0][len(RESULT_SENTINEL):]))
 
 
+def exit_after(argv, mark, pid1, env):
+    """Run argv on a terminal until it prints mark, then to its sentinel and
+    exit: (the agent's exit status, the sentinel)."""
+    t = on_pty(argv, pid1, env)
+    try:
+        t.read_until(mark)
+        t.read_until(RESULT_SENTINEL.encode(), timeout=STEP)
+        code = t.wait(timeout=STEP)
+    finally:
+        t.close()
+    return code, the_sentinel(t)
+
+
 @pytest.mark.parametrize("pid1", MODES)
 def test_tostop_job_still_gets_its_sentinel(pid1, env):
     # With tostop, a write from a background group raises SIGTTOU: the agent
     # once looped on it (100% CPU, no sentinel, no exit) or, as PID 1 in an
     # orphaned group, had the write fail with EIO.
-    t = on_pty(["sh", "-c", "stty tostop && echo tostop-on; exit 3"], pid1, env)
-    try:
-        t.read_until(b"tostop-on")
-        t.read_until(RESULT_SENTINEL.encode(), timeout=STEP)
-        code = t.wait(timeout=STEP)
-    finally:
-        t.close()
+    code, sentinel = exit_after(["sh", "-c", "stty tostop && echo tostop-on; exit 3"], b"tostop-on", pid1, env)
     assert code == 3
-    assert the_sentinel(t)["exit_code"] == 3
+    assert sentinel["exit_code"] == 3
 
 
 @pytest.mark.parametrize("pid1", MODES)
@@ -69,15 +76,9 @@ def test_output_stopped_by_the_job_is_restarted(pid1, env):
            "print('flow-off', flush=True)\n"
            "termios.tcflow(1, termios.TCOOFF)\n"
            "sys.exit(4)\n")
-    t = on_pty([PY, "-c", job], pid1, env)
-    try:
-        t.read_until(b"flow-off")
-        t.read_until(RESULT_SENTINEL.encode(), timeout=STEP)
-        code = t.wait(timeout=STEP)
-    finally:
-        t.close()
+    code, sentinel = exit_after([PY, "-c", job], b"flow-off", pid1, env)
     assert code == 4
-    assert the_sentinel(t)["exit_code"] == 4
+    assert sentinel["exit_code"] == 4
 
 
 def test_terminal_back_to_the_agent_for_the_report(env):

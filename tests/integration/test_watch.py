@@ -672,24 +672,13 @@ def _unwatchable(agent, root, watchers, userns):
 
 # ---- burst --------------------------------------------------------------------
 
-BURST = r"""
-import os, sys
-root = sys.argv[1]
-for c in range(20):
-    path = os.path.join(root, "c%02d" % c, *["n%d" % k for k in range(10)])
-    os.makedirs(path)
-    d = path
-    for k in range(10):
-        for i in range(100):
-            open(os.path.join(d, "f%03d" % i), "wb").close()
-        d = os.path.dirname(d)
-"""
+BURST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads", "burst.py")
 
 
 def test_burst_of_20000_files_in_200_new_directories(agent, root, watchers):
     w = start(watchers, agent, root)
     w.ready()
-    subprocess.run([PY, "-c", BURST, root], check=True, timeout=TIMEOUT * 2)
+    subprocess.run([PY, BURST, root], check=True, timeout=TIMEOUT * 2)
     w.barrier(root)
     overflow = any(e[0] == IN_Q_OVERFLOW for e in w.events)
     got = {e[1] for e in w.events if e[0] == IN_CREATE}

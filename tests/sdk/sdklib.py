@@ -10,8 +10,8 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -19,6 +19,12 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+# Appended, not put first: tests/integration has a connectc.py and a
+# conftest.py of its own, which must not shadow this folder's.
+sys.path.append(os.path.join(os.path.dirname(HERE), "integration"))
+
+from testlib import children, clean_env, free_port  # noqa: E402  (tests/integration/testlib.py)
+
 AGENT = os.path.abspath(os.environ.get("SANDBOX_AGENT", os.path.join(ROOT, "build", "sandbox-agent")))
 SDK_DIR = os.path.abspath(os.environ.get("SANDBOX_AGENT_SDK_DIR", os.path.join(ROOT, "build", "sdk")))
 NODE_MIN = (20, 18, 1)   # e2b 2.51.0: "engines": {"node": ">=20.18.1 <21 || >=22"}
@@ -62,29 +68,6 @@ def sdk_dir():
         pytest.fail("`bash -l -c true` takes more than 30 s on this machine (a stale lock in root's "
                     "profile? pyenv's ~/.pyenv/shims/.pyenv-shim is one); every SDK command runs that way")
     return SDK_DIR
-
-
-def clean_env(**extra):
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
-        if k in os.environ:
-            env[k] = os.environ[k]
-    env.update({k: v for k, v in extra.items() if v is not None})
-    return env
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
 
 
 class Serve:
