@@ -143,7 +143,7 @@ def _latency(w, root, to_name):
 
 
 def _burst(w, root, to_name):
-    subprocess.run([sys.executable, "-c", BURST, root], check=True, timeout=HANG)
+    subprocess.run([sys.executable, BURST, root], check=True, timeout=HANG)
     open(os.path.join(root, BARRIER), "wb").close()
     seen = w.until(to_name(os.path.join(root, BARRIER), BARRIER))
     names = set()
