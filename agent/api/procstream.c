@@ -81,7 +81,7 @@ static int send_chunk(struct pstream *ps, enum proc_chan ch)
     uint64_t skipped;
     size_t n = proc_read(p, ch, &ps->off[ch], chunk, sizeof chunk, &skipped);
     if (skipped)
-        log_info("serve: process %d: a stream fell behind; %llu bytes of its output skipped",
+        log_warn("serve: process %d: a stream fell behind; %llu bytes of its output skipped",
                  (int)proc_pid(p), (unsigned long long)skipped);
     if (n == 0) return 0;
     struct buf *b = msg_buf();
