@@ -108,6 +108,7 @@ static void linger(struct conn *c)
 void conn_maybe_next(struct conn *c)
 {
     if (c->dying || !c->req_done || !c->finished || outq_len(&c->out)) return;
+    outq_trim(&c->out);
     if (c->close_after || !httpreq_keep_alive(&c->req) || c->srv->stopping) {
         linger(c);
         return;

@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-/* An emptied queue keeps at most this much memory. */
+/* A queue trimmed between responses keeps at most this much memory. */
 #define KEEP (64u * 1024u)
+/* A drained queue keeps up to this much (a stream's high-water mark and
+ * one message fit). */
+#define KEEP_DRAINED (512u * 1024u)
 
 void outq_init(struct outq *q, size_t max)
 {
@@ -63,6 +66,19 @@ void outq_done(struct outq *q, size_t n)
 {
     q->off += n;
     if (q->off < q->b.len) return;
+    /* Drained: up to KEEP_DRAINED the memory stays for the next write of
+     * the same response (a stream drains often; giving it back each time
+     * made every message map fresh pages). outq_trim gives it back between
+     * responses; a queue grown past KEEP_DRAINED (a large unary reply)
+     * gives it back now. */
+    q->off = 0;
+    q->b.len = 0;
+    if (q->b.cap > KEEP_DRAINED) outq_trim(q);
+}
+
+void outq_trim(struct outq *q)
+{
+    if (outq_len(q)) return;
     q->off = 0;
     q->b.len = 0;
     if (q->b.cap > KEEP) {

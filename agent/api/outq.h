@@ -28,7 +28,10 @@ int outq_put(struct outq *q, const void *p, size_t n);
 int outq_printf(struct outq *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The pending bytes, *n of them (NULL when none). */
 const char *outq_peek(const struct outq *q, size_t *n);
-/* n pending bytes were written. */
+/* n pending bytes were written. A drained queue keeps its memory. */
 void outq_done(struct outq *q, size_t n);
+/* Give back the memory of an empty queue above a small reserve (between
+ * responses: an idle connection holds almost nothing). */
+void outq_trim(struct outq *q);
 
 #endif

@@ -62,8 +62,31 @@ static void test_many(void **s)
     outq_free(&q);
 }
 
+/* A drained queue keeps its memory for the next write of the response;
+ * outq_trim gives it back between responses; a huge one goes at once. */
+static void test_memory_kept_then_trimmed(void **s)
+{
+    (void)s;
+    struct outq q;
+    static char big[300 * 1024];
+    size_t n;
+    outq_init(&q, 64u << 20);
+    assert_int_equal(outq_put(&q, big, sizeof big), 0);
+    outq_peek(&q, &n);
+    outq_done(&q, n);
+    assert_true(q.b.cap >= sizeof big); /* kept */
+    outq_trim(&q);
+    assert_true(q.b.cap <= 64 * 1024);  /* given back */
+    for (int i = 0; i < 8; i++) assert_int_equal(outq_put(&q, big, sizeof big), 0);
+    outq_peek(&q, &n);
+    outq_done(&q, n);
+    assert_true(q.b.cap <= 64 * 1024);  /* 2.4 MB drained: given back at once */
+    outq_free(&q);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo), cmocka_unit_test(test_many)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo), cmocka_unit_test(test_many),
+                                       cmocka_unit_test(test_memory_kept_then_trimmed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
