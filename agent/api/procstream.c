@@ -5,9 +5,10 @@
  * The start event goes first, then data events pulled from the process's
  * rings at the stream's own offsets, one chunk per channel in turn, for as
  * long as the connection takes them: when its queue is full the stream
- * waits for `more`, and the rings keep what the child writes meanwhile (a
- * stream that fell a whole ring behind jumps to the oldest byte kept; the
- * jump is logged). Once the process has ended and every channel is read to
+ * waits for `more`, and the child's output waits for the stream (it is
+ * paced: proc.h), unless the stream read nothing for the stall time; then
+ * the rings keep what the child writes meanwhile, and the stream jumps to
+ * the oldest byte kept (the jump is logged). Once the process has ended and every channel is read to
  * its end, the end event and the end-stream message; the end is then read,
  * and the record may go (proc_forget). Keepalives go out while the stream
  * is idle. The client leaving only unsubscribes: the process runs on.
@@ -84,6 +85,7 @@ static int send_chunk(struct pstream *ps, enum proc_chan ch)
         log_warn("serve: process %d: a stream fell behind; %llu bytes of its output skipped",
                  (int)proc_pid(p), (unsigned long long)skipped);
     if (n == 0) return 0;
+    proc_sub_moved(&ps->sub); /* output held back for this stream may flow */
     struct buf *b = msg_buf();
     int built = procev_data(b, ch, chunk, n, ps->with_offset, ps->off[ch] - n);
     return send_msg(ps, b, built);
@@ -165,6 +167,8 @@ static void stream_open(struct rpc_call *call, struct proc *p, uint64_t off, int
     ps->with_offset = with_offset;
     for (int ch = 0; ch < PROC_CHANS; ch++) ps->off[ch] = live ? proc_read_end(p, ch) : off;
     proc_subscribe(p, &ps->sub, on_ready, ps);
+    /* The process's output waits for this stream (README: slow readers). */
+    proc_sub_pace(&ps->sub, ps->off);
     struct rpc_hooks h = {.more = on_more, .cancel = on_cancel, .stop = on_stop,
                           .deadline = is_start ? on_start_deadline : on_connect_deadline,
                           .keepalive = on_keepalive, .ctx = ps};

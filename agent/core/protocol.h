@@ -98,6 +98,10 @@
 #define ENV_RETAIN_BYTES "SANDBOX_AGENT_RETAIN_BYTES"
 #define DEFAULT_RETAIN_BYTES (8u * 1024u * 1024u)
 #define DEFAULT_KEEP_FINISHED 1024
+/* serve: how long a process's output waits for a stream that reads nothing
+ * while it is a ring behind, before that stream is left to skip. */
+#define ENV_STALL_SECONDS "SANDBOX_AGENT_STALL_SECONDS"
+#define DEFAULT_STALL_SECONDS 10.0
 /* serve: a Connect's replay (the default user, ENV_USER, is above). */
 #define HEADER_REPLAY_FROM "Sandbox-Agent-Replay-From"
 

@@ -1,9 +1,10 @@
 /*
  * pimpl.h - inside the process table (agent/proc only): the record and the
- * table, and how the three parts meet: proc.c (the table: start, lookups,
+ * table, and how the four parts meet: proc.c (the table: start, lookups,
  * keeping and dropping records, signals, shutdown), plaunch.c (making the
- * child: environment, working directory, user, pipes or pty, spawn) and
- * pio.c (the child's fds: output into the rings, the input queue, the end).
+ * child: environment, working directory, user, pipes or pty, spawn), pio.c
+ * (the child's fds: output into the rings, the input queue, the end) and
+ * ppace.c (holding the output back for a paced subscriber).
  */
 #ifndef SA_PROC_PIMPL_H
 #define SA_PROC_PIMPL_H
@@ -19,6 +20,7 @@ struct pchan {
     ev_io w;
     int fd;             /* our end; -1 once closed (or never opened) */
     int used;           /* the process has this channel */
+    int held;           /* not read for now: a paced subscriber is a ring behind (ppace.c) */
     struct ring ring;
     struct proc *p;
 };
@@ -46,6 +48,7 @@ struct proc {
     struct stop stop;
     ev_timer deadline;  /* the request's timeout */
     ev_timer drain;     /* the output's last moments after the leader exited */
+    ev_timer pace;      /* while a channel is held: who stalled (ppace.c) */
     int exec_errno;
     int leader_exited, status;
     int ended;
@@ -70,6 +73,17 @@ struct proc_table {
 /* plaunch.c: fill p's pid, exec_errno, channel fds and in_fd from s.
  * Returns 0, or -1 with err and errno (nothing left open). */
 int plaunch(struct proc *p, const struct proc_start *s, char *err);
+
+/* ppace.c: pacing the output to paced subscribers (proc.h). */
+void ppace_init(struct proc *p);
+/* Bytes of channel ch that may be read now (SIZE_MAX: no limit). */
+size_t ppace_room(const struct proc *p, int ch);
+/* Stop reading c until there is room again. */
+void ppace_hold(struct proc *p, struct pchan *c);
+/* Something changed (a read, a subscriber gone, a shutdown): resume what may
+ * flow; stop the stall timer when nothing is held. */
+void ppace_check(struct proc *p);
+void ppace_release(struct proc *p);
 
 /* pio.c */
 /* Watch the exit, the fds and the timeout (> 0: seconds), right after the spawn. */

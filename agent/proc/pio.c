@@ -1,8 +1,9 @@
 /*
  * pio.c - a running process's fds and its end (see pimpl.h).
  *
- * Output is read whenever it is there, into the channel's ring, whoever is
- * listening: the child never waits for a slow reader, a slow reader skips.
+ * Output is read whenever it is there, into the channel's ring, as far as
+ * the paced subscribers have room for it (ppace.c); the rest waits in the
+ * pipe, and the child with it.
  * Input is a bounded queue written when the child's stdin (or the pty) is
  * writable, never blocking the loop. The end is final when the leader has
  * exited and its output has reached EOF, or PROC_DRAIN_SECONDS after the exit
@@ -49,14 +50,19 @@ static int chans_open(const struct proc *p)
     return 0;
 }
 
-/* Read what c holds, for a bounded number of chunks. Returns the bytes read;
- * EOF (or EIO: a pty whose last slave closed) closes c. */
+/* Read what c holds, for a bounded number of chunks and as far as the paced
+ * subscribers have room (else c is held). Returns the bytes read; EOF (or
+ * EIO: a pty whose last slave closed) closes c. */
 static size_t chan_read(struct proc *p, struct pchan *c)
 {
     static char chunk[READ_CHUNK];
-    size_t got = 0;
+    size_t got = 0, room = c->held ? 0 : ppace_room(p, (int)(c - p->ch));
     for (int round = 0; c->fd >= 0 && round < READ_ROUNDS; round++) {
-        ssize_t r = read(c->fd, chunk, sizeof chunk);
+        if (room == 0) {
+            ppace_hold(p, c);
+            break;
+        }
+        ssize_t r = read(c->fd, chunk, room < sizeof chunk ? room : sizeof chunk);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && errno == EAGAIN) break;
         if (r <= 0) {
@@ -66,6 +72,7 @@ static size_t chan_read(struct proc *p, struct pchan *c)
         if (ring_write(&c->ring, chunk, (size_t)r) < 0)
             log_warn("process %d: out of memory keeping its output; older output dropped", (int)p->pid);
         got += (size_t)r;
+        if (room != SIZE_MAX) room -= (size_t)r;
     }
     return got;
 }
@@ -91,6 +98,14 @@ static void on_drain_over(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct proc *p = w->data;
     size_t got = 0;
+    /* Output held back for a reader is not dropped: look again later (the
+     * hold ends at the latest when that reader stalls). */
+    for (int i = 0; i < PROC_CHANS; i++)
+        if (p->ch[i].held) {
+            ev_timer_set(&p->drain, PROC_DRAIN_SECONDS, 0.);
+            ev_timer_start(loop, &p->drain);
+            return;
+        }
     /* What is there now is the last of it; whoever holds the pipes now
      * writes into the void. */
     for (int i = 0; i < PROC_CHANS; i++) {
@@ -229,6 +244,7 @@ void pio_start(struct proc *p, double timeout)
     ev_io_init(&p->in_w, on_writable, p->in_fd, EV_WRITE);
     p->in_w.data = p;
     stop_init(&p->stop, NULL, NULL);
+    ppace_init(p);
     ev_timer_init(&p->drain, on_drain_over, PROC_DRAIN_SECONDS, 0.);
     p->drain.data = p;
     ev_timer_init(&p->deadline, on_deadline, timeout > 0 ? timeout : 0., 0.);
@@ -262,6 +278,7 @@ void pio_release(struct proc *p)
     if (!p->leader_exited && p->pid > 0) reaper_unwatch(loop, &p->rw);
     ev_timer_stop(loop, &p->drain);
     ev_timer_stop(loop, &p->deadline);
+    ppace_release(p);
     stop_cancel(loop, &p->stop);
     for (int i = 0; i < PROC_CHANS; i++) {
         chan_close(p, &p->ch[i]);

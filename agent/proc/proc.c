@@ -22,6 +22,7 @@ int proc_table_opts_env(struct proc_table_opts *o, char *err)
     o->retain = DEFAULT_RETAIN_BYTES;
     o->keep_finished = DEFAULT_KEEP_FINISHED;
     o->grace = DEFAULT_GRACE_SECONDS;
+    o->stall = DEFAULT_STALL_SECONDS;
     const char *v = getenv(ENV_RETAIN_BYTES);
     uint64_t n;
     if (v && *v) {
@@ -31,6 +32,11 @@ int proc_table_opts_env(struct proc_table_opts *o, char *err)
             return -1;
         }
         o->retain = (size_t)n;
+    }
+    v = getenv(ENV_STALL_SECONDS);
+    if (v && *v && num_seconds(v, NUM_MAX_SECONDS, &o->stall) < 0) {
+        err_set(err, "%s '%s' is not a number of seconds (0 to %.0f)", ENV_STALL_SECONDS, v, NUM_MAX_SECONDS);
+        return -1;
     }
     return 0;
 }
@@ -318,6 +324,8 @@ void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *
     s->p = p;
     s->fn = fn;
     s->ctx = ctx;
+    s->pos = NULL;
+    s->stalled = 0;
     s->prev = NULL;
     s->next = p->subs;
     if (p->subs) p->subs->prev = s;
@@ -342,7 +350,10 @@ void proc_unsubscribe(struct proc_sub *s)
     if (s->next) s->next->prev = s->prev;
     s->p = NULL;
     s->prev = s->next = NULL;
-    if (!p->kept) return;
+    if (!p->kept) {
+        ppace_check(p); /* what waited for s flows again */
+        return;
+    }
     if (p->forget && !p->subs) rec_free(p);
     else evict(p->t);
 }
@@ -377,6 +388,7 @@ void proc_table_shutdown(struct proc_table *t, double grace)
 {
     t->shutting = 1;
     for (struct proc *p = t->first; p; p = p->next) {
+        ppace_check(p); /* nothing waits for a reader any more */
         if (p->leader_exited) continue;
         ev_timer_stop(t->loop, &p->deadline);
         stop_begin(t->loop, &p->stop, p->pid, SIGTERM, 1, grace);

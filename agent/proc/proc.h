@@ -13,7 +13,12 @@
  * Never pushes data: a subscriber (an open Start or Connect stream) is told
  * "something is ready" and pulls with proc_read at its own pace, from its own
  * absolute offset; one that fell a whole ring behind jumps to the oldest
- * byte kept. Closing a subscriber never touches the process.
+ * byte kept. A paced subscriber (proc_sub_pace) is waited for instead: the
+ * child's output is not read past the point where it would fall a ring
+ * behind (the child then blocks on its full pipe), unless it read nothing
+ * for the table's stall time, or the table shuts down: then it is left to
+ * skip, and the child goes on. Closing a subscriber never touches the
+ * process.
  *
  * Errors follow err.h, and errno says which kind (for the caller's error
  * codes): EINVAL a bad request, EEXIST a tag already running, EPERM a user
@@ -54,14 +59,15 @@ struct proc_table_opts {
     size_t retain;              /* bytes kept per channel */
     size_t keep_finished;       /* finished processes kept */
     double grace;               /* a timeout's or shutdown's TERM is followed by KILL after this */
+    double stall;               /* a paced subscriber reading nothing this long is left to skip; 0: never waited for */
     char *const *base_env;      /* every child's environment before its own; NULL: the agent's */
     void (*on_end)(struct proc *p, void *ctx); /* after each end is final (may be NULL) */
     void *ctx;
 };
 
 /* The defaults (DEFAULT_RETAIN_BYTES, DEFAULT_KEEP_FINISHED,
- * DEFAULT_GRACE_SECONDS) with SANDBOX_AGENT_RETAIN_BYTES read from the
- * environment. Returns 0, or -1 with a message in err for a bad value. */
+ * DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS) with SANDBOX_AGENT_RETAIN_BYTES
+ * and SANDBOX_AGENT_STALL_SECONDS read from the environment. Returns 0, or -1 with a message in err for a bad value. */
 int proc_table_opts_env(struct proc_table_opts *o, char *err);
 
 struct proc_table *proc_table_new(struct ev_loop *loop, const struct proc_table_opts *o, char *err);
@@ -142,10 +148,19 @@ struct proc_sub {
     struct proc *p;
     proc_ready_fn fn;
     void *ctx;
+    /* Pacing (proc_sub_pace); the table's own, zero from proc_subscribe. */
+    const uint64_t *pos;        /* its read offsets, one per channel; NULL: not paced */
+    ev_tstamp moved;            /* when it last read */
+    int stalled;                /* read nothing for the stall time: left to skip */
 };
 /* Register s (the caller's memory) on p. A record is never dropped while it
  * has subscribers. */
 void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *ctx);
+/* Ask that p's output wait for s (see the top): pos[0..PROC_CHANS) are s's
+ * read offsets, the caller's memory for as long as s is subscribed. */
+void proc_sub_pace(struct proc_sub *s, const uint64_t *pos);
+/* s read (its offsets moved): output held back for it may flow again. */
+void proc_sub_moved(struct proc_sub *s);
 /* Unregister; the record may be dropped right away (finished, over the
  * cap): do not use s->p after this. Never signals the process. */
 void proc_unsubscribe(struct proc_sub *s);

@@ -657,13 +657,27 @@ def test_wrong_content_types(serve):
     assert r.status == 415
 
 
+def test_a_slower_reader_gets_every_byte(serve):
+    # 32 MiB through a 1 MiB ring to a client slower than the child: the
+    # child waits for it (README: slow readers), nothing is skipped.
+    a = serve(SANDBOX_AGENT_LOG="info", SANDBOX_AGENT_RETAIN_BYTES="1048576")
+    s, pid = a.start("/bin/sh", "-c", "head -c 33554432 /dev/zero | tr '\\0' x; echo; echo tail-end")
+    s.c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    msgs, _ = s.collect(timeout=120)
+    out = output(msgs)
+    assert len(out) == (32 << 20) + len(b"\ntail-end\n") and out.count(b"x") == 32 << 20
+    assert end_of(msgs)["exitCode"] == 0
+    assert "skipped" not in a.stderr()
+
+
 def test_a_reader_that_stops_reading_a_gigabyte(serve):
-    a = serve(SANDBOX_AGENT_LOG="info")
+    a = serve(SANDBOX_AGENT_LOG="info", SANDBOX_AGENT_STALL_SECONDS="1")
     s, pid = a.start("/bin/sh", "-c", "head -c 1073741824 /dev/zero; echo; echo tail-end")
     s.c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     base = vm_hwm_kib(a.pid)
-    # The agent reads it all into the ring (the child never waits) while this
-    # client reads nothing; others are served meanwhile.
+    # The child waits for this client for the stall time (1 s), then the
+    # agent reads the rest into the ring while the client reads nothing;
+    # others are served meanwhile.
     deadline = time.monotonic() + 300
     while running(a, pid):
         assert time.monotonic() < deadline, "1 GiB not written in 300 s"
@@ -677,6 +691,7 @@ def test_a_reader_that_stops_reading_a_gigabyte(serve):
     msgs, _ = s.collect(timeout=120)
     assert output(msgs).endswith(b"\ntail-end\n") and end_of(msgs)["exitCode"] == 0
     assert len(output(msgs)) < 1 << 30
+    assert "read nothing for 1 s while its output waited" in a.stderr()
     assert "skipped" in a.stderr()
 
 

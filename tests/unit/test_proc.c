@@ -409,6 +409,74 @@ static void test_subscribers_and_slow_reader(void **st)
     proc_table_free(t);
 }
 
+/* A paced reader (proc_sub_pace) that takes everything it is told of. */
+struct paced {
+    struct proc_sub sub;
+    uint64_t pos[PROC_CHANS];
+    uint64_t got, skipped;
+    int reads, saw_end;
+    int bad; /* a byte not of the pattern */
+};
+
+static void on_ready_paced(struct proc_sub *s, void *ctx)
+{
+    struct paced *r = ctx;
+    char buf[4096];
+    size_t n;
+    uint64_t skipped;
+    if (!r->reads) {
+        while ((n = proc_read(s->p, PROC_STDOUT, &r->pos[PROC_STDOUT], buf, sizeof buf, &skipped)) > 0) {
+            r->skipped += skipped;
+            for (size_t i = 0; i < n; i++)
+                if (buf[i] != "0123456789abcdefghijklmnopqrstu\n"[(r->got + i) % 32]) r->bad = 1;
+            r->got += n;
+            proc_sub_moved(s);
+        }
+    }
+    if (proc_end(s->p) && proc_read_end(s->p, PROC_STDOUT) <= r->pos[PROC_STDOUT]) {
+        r->saw_end = 1;
+        proc_unsubscribe(s);
+    }
+}
+
+static int paced_saw_end(void *r) { return ((struct paced *)r)->saw_end; }
+
+static void test_paced_reader_gets_every_byte_a_stalled_one_is_left(void **st)
+{
+    (void)st;
+    struct proc_table_opts o = {.retain = 1024, .keep_finished = 16, .grace = 0.3, .stall = 0.3, .on_end = on_end};
+    char err[ERR_LEN];
+    struct proc_table *t = proc_table_new(loop, &o, err);
+    assert_non_null(t);
+    const char *script = "i=0; while [ $i -lt 2000 ]; do echo 0123456789abcdefghijklmnopqrstu; i=$((i+1)); done";
+    /* 64,000 bytes through a 1 KiB ring: the child waits for the reader. */
+    struct proc *p = start_sh(t, script);
+    struct paced a = {0};
+    proc_subscribe(p, &a.sub, on_ready_paced, &a);
+    proc_sub_pace(&a.sub, a.pos);
+    run_until(paced_saw_end, &a);
+    assert_int_equal(a.got, 64000);
+    assert_int_equal(a.skipped, 0);
+    assert_false(a.bad);
+
+    /* A paced reader that reads nothing holds the child for the stall
+     * time, then is left to skip: the child finishes. */
+    p = start_sh(t, script);
+    struct paced b = {.reads = 1};
+    proc_subscribe(p, &b.sub, on_ready_paced, &b);
+    proc_sub_pace(&b.sub, b.pos);
+    assert_true(b.sub.moved > 0);
+    wait_end(p);
+    assert_true(b.sub.stalled);
+    assert_int_equal(proc_read_end(p, PROC_STDOUT), 64000);
+    char buf[2048];
+    uint64_t skipped = 0;
+    assert_int_equal(proc_read(p, PROC_STDOUT, &b.pos[PROC_STDOUT], buf, sizeof buf, &skipped), 1024);
+    assert_int_equal(skipped, 64000 - 1024);
+    proc_unsubscribe(&b.sub);
+    proc_table_free(t);
+}
+
 /* A reader that reads the end as it is told (a stream sending its end
  * event), then leaves. */
 static void on_ready_forget(struct proc_sub *s, void *ctx)
@@ -645,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_drain_is_bounded),
         cmocka_unit_test(test_tags),
         cmocka_unit_test(test_subscribers_and_slow_reader),
+        cmocka_unit_test(test_paced_reader_gets_every_byte_a_stalled_one_is_left),
         cmocka_unit_test(test_finished_cap),
         cmocka_unit_test(test_forget_while_ending_and_with_readers),
         cmocka_unit_test(test_env_builder),

@@ -1,0 +1,121 @@
+/*
+ * ppace.c - holding a process's output back for its paced subscribers (see
+ * proc.h, and the README, "sandbox-agent serve": slow readers).
+ *
+ * A channel is not read past the point where a paced subscriber would fall a
+ * whole ring behind: it is held (its watcher stopped), the pipe fills, and
+ * the child blocks on its next write, as a child writing to a slow terminal
+ * would. It flows again once every paced subscriber has room for a quarter
+ * of the ring (bigger reads than a trickle), or once the ones in the way are
+ * left to skip: a subscriber that read nothing for the table's stall time
+ * (a client that stopped reading must not stop the workload), or all of them
+ * when the table shuts down. A stalled subscriber is paced again once it has
+ * caught up to within half a ring.
+ */
+#include "agent/proc/pimpl.h"
+#include "agent/core/log.h"
+
+#include <stdint.h>
+
+/* How often, while a channel is held, the stalled subscribers are looked
+ * for: a tenth of the stall time, within these bounds. */
+#define CHECK_MIN 0.05
+#define CHECK_MAX 1.0
+
+static int paces(const struct proc *p, const struct proc_sub *s)
+{
+    return s->pos && !s->stalled && p->t->o.stall > 0 && !p->t->shutting;
+}
+
+/* How far behind s is on ch. */
+static uint64_t lag(const struct proc *p, const struct proc_sub *s, int ch)
+{
+    uint64_t end = p->ch[ch].ring.end;
+    return s->pos[ch] >= end ? 0 : end - s->pos[ch];
+}
+
+size_t ppace_room(const struct proc *p, int ch)
+{
+    size_t room = SIZE_MAX, max = p->ch[ch].ring.max;
+    if (max == 0) return room; /* nothing is kept: nothing to wait for */
+    for (const struct proc_sub *s = p->subs; s; s = s->next) {
+        if (!paces(p, s)) continue;
+        uint64_t l = lag(p, s, ch);
+        size_t r = l >= max ? 0 : max - (size_t)l;
+        if (r < room) room = r;
+    }
+    return room;
+}
+
+static void on_check(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    struct proc *p = w->data;
+    ev_tstamp now = ev_now(loop);
+    for (struct proc_sub *s = p->subs; s; s = s->next) {
+        if (!paces(p, s) || now - s->moved < p->t->o.stall) continue;
+        for (int ch = 0; ch < PROC_CHANS; ch++) {
+            if (!p->ch[ch].held || lag(p, s, ch) * 4 < p->ch[ch].ring.max * 3) continue;
+            s->stalled = 1;
+            log_warn("serve: process %d: a stream read nothing for %.3g s while its output waited; "
+                     "the process goes on and the stream skips what it misses",
+                     (int)p->pid, p->t->o.stall);
+            break;
+        }
+    }
+    ppace_check(p);
+}
+
+void ppace_init(struct proc *p)
+{
+    double every = p->t->o.stall / 10;
+    ev_timer_init(&p->pace, on_check, 0., every < CHECK_MIN ? CHECK_MIN : every > CHECK_MAX ? CHECK_MAX : every);
+    p->pace.data = p;
+}
+
+void ppace_hold(struct proc *p, struct pchan *c)
+{
+    if (c->held || c->fd < 0) return;
+    c->held = 1;
+    ev_io_stop(p->t->loop, &c->w);
+    if (!ev_is_active(&p->pace)) ev_timer_again(p->t->loop, &p->pace);
+}
+
+void ppace_check(struct proc *p)
+{
+    int held = 0;
+    for (int ch = 0; ch < PROC_CHANS; ch++) {
+        struct pchan *c = &p->ch[ch];
+        if (!c->held) continue;
+        if (c->fd >= 0 && ppace_room(p, ch) < c->ring.max / 4) {
+            held = 1;
+            continue;
+        }
+        c->held = 0;
+        if (c->fd >= 0) ev_io_start(p->t->loop, &c->w);
+    }
+    if (!held) ev_timer_stop(p->t->loop, &p->pace);
+}
+
+void ppace_release(struct proc *p) { ev_timer_stop(p->t->loop, &p->pace); }
+
+void proc_sub_pace(struct proc_sub *s, const uint64_t *pos)
+{
+    s->pos = pos;
+    s->moved = ev_now(s->p->t->loop);
+    s->stalled = 0;
+}
+
+void proc_sub_moved(struct proc_sub *s)
+{
+    struct proc *p = s->p;
+    if (!p || !s->pos) return;
+    s->moved = ev_now(p->t->loop);
+    if (s->stalled) {
+        int behind = 0;
+        for (int ch = 0; ch < PROC_CHANS; ch++)
+            if (p->ch[ch].used && lag(p, s, ch) * 2 > p->ch[ch].ring.max) behind = 1;
+        s->stalled = behind;
+    }
+    ppace_check(p);
+}
