@@ -8,6 +8,8 @@ What tests/sdk and tests/bench use too lives in testlib.py.
 import base64
 import json
 import os
+import shutil
+import tempfile
 import time
 
 import pytest
@@ -46,6 +48,20 @@ def one_sentinel(stdout: bytes):
     s = sentinels(stdout)
     assert len(s) == 1, "expected exactly one sentinel, got %d in %r" % (len(s), stdout[-400:])
     return s[0]
+
+
+@pytest.fixture(scope="session")
+def agent_anyone(agent):
+    """The agent at a path every user can run: a test that starts it as
+    nobody must not depend on where the checkout is (under /root, only root
+    can reach it)."""
+    d = tempfile.mkdtemp(prefix="sbx-agent-", dir="/tmp")
+    os.chmod(d, 0o755)
+    p = os.path.join(d, os.path.basename(agent))
+    shutil.copy2(agent, p)
+    os.chmod(p, 0o755)
+    yield p
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def started_agents(make):

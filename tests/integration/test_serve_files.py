@@ -35,7 +35,13 @@ HOSTILE = [b"new\nline", b"bad\xffutf8\xc3", b"-leading-dash", b"sp ace", b'quo"
 
 @pytest.fixture
 def serve(agent):
-    yield from started_agents(lambda preexec=None, **env: Agent(agent, preexec=preexec, **env))
+    yield from started_agents(lambda **env: Agent(agent, **env))
+
+
+@pytest.fixture
+def serve_as_nobody(agent_anyone):
+    """Agents run as nobody (from a copy of the binary anyone can run)."""
+    yield from started_agents(lambda **env: Agent(agent_anyone, preexec=as_nobody, **env))
 
 
 @pytest.fixture
@@ -543,8 +549,8 @@ def test_default_user_from_the_environment(serve, pub):
     assert fs.code_of("Stat", {"path": "~"}) == "not_found"  # nobody's home is /nonexistent
 
 
-def test_an_agent_not_root_cannot_switch_users(serve, pub):
-    a = serve(preexec=as_nobody)
+def test_an_agent_not_root_cannot_switch_users(serve_as_nobody, pub):
+    a = serve_as_nobody()
     assert a.client.code_of("Stat", {"path": "/"}, user="root") == "permission_denied"
     assert a.client.get_file("/etc/hostname", user="root")[0] == 403
     assert a.client.call("Stat", {"path": "/"})["entry"]["path"] == "/"
@@ -665,12 +671,12 @@ def test_watch_overflow_is_reported_not_silent(serve, tmp_path):
         s.close()
 
 
-def test_watch_of_an_unwatchable_subdirectory_is_reported(serve, pub):
+def test_watch_of_an_unwatchable_subdirectory_is_reported(serve_as_nobody, pub):
     root = os.path.join(pub, "w")
     os.mkdir(root)
     os.chmod(root, 0o777)
     os.mkdir(os.path.join(root, "closed"), 0o700)  # root's: the agent (nobody) cannot watch it
-    a = serve(preexec=as_nobody)
+    a = serve_as_nobody()
     s = a.client.stream("WatchDir", {"path": root, "recursive": True})
     try:
         assert s.next() == {"start": {}}

@@ -226,9 +226,9 @@ def test_unknown_default_user_exits_2(agent):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start an agent as another user")
-def test_other_user_without_root_is_permission_denied(agent):
+def test_other_user_without_root_is_permission_denied(agent_anyone):
     nb = nobody()
-    a = ServeAgent(agent, popen={"user": nb.pw_uid, "group": nb.pw_gid, "extra_groups": [],
+    a = ServeAgent(agent_anyone, popen={"user": nb.pw_uid, "group": nb.pw_gid, "extra_groups": [],
                                  "cwd": "/"}, HOME="/")
     try:
         code, msg = stream_error(a.stream(START, {"process": {"cmd": "true"}}, user="root"))
