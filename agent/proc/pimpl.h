@@ -21,6 +21,7 @@ struct pchan {
     int fd;             /* our end; -1 once closed (or never opened) */
     int used;           /* the process has this channel */
     int held;           /* not read for now: a paced subscriber is a ring behind (ppace.c) */
+    ev_tstamp held_since;
     struct ring ring;
     struct proc *p;
 };
@@ -51,6 +52,7 @@ struct proc {
     ev_timer pace;      /* while a channel is held: who stalled (ppace.c) */
     int exec_errno;
     int leader_exited, status;
+    ev_tstamp exited_at;  /* when the leader's exit was seen */
     int ended;
     int kept;           /* in the finished list */
     int forget;         /* its end was read: drop it once no subscriber is left */
@@ -83,6 +85,7 @@ void ppace_hold(struct proc *p, struct pchan *c);
 /* Something changed (a read, a subscriber gone, a shutdown): resume what may
  * flow; stop the stall timer when nothing is held. */
 void ppace_check(struct proc *p);
+/* Nothing is held any more (the end): stop the timer, clear every hold. */
 void ppace_release(struct proc *p);
 
 /* pio.c */

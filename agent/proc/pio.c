@@ -7,7 +7,8 @@
  * Input is a bounded queue written when the child's stdin (or the pty) is
  * writable, never blocking the loop. The end is final when the leader has
  * exited and its output has reached EOF, or PROC_DRAIN_SECONDS after the exit
- * when something else (a background child) still holds it open.
+ * when something else (a background child) still holds it open (held output
+ * adds at most the stall time: ppace.c).
  */
 #include "agent/proc/pimpl.h"
 #include "agent/core/err.h"
@@ -50,13 +51,13 @@ static int chans_open(const struct proc *p)
     return 0;
 }
 
-/* Read what c holds, for a bounded number of chunks and as far as the paced
- * subscribers have room (else c is held). Returns the bytes read; EOF (or
- * EIO: a pty whose last slave closed) closes c. */
-static size_t chan_read(struct proc *p, struct pchan *c)
+/* Read what c holds, for a bounded number of chunks and, when paced, as far
+ * as the paced subscribers have room (else c is held). Returns the bytes
+ * read; EOF (or EIO: a pty whose last slave closed) closes c. */
+static size_t chan_read_paced(struct proc *p, struct pchan *c, int paced)
 {
     static char chunk[READ_CHUNK];
-    size_t got = 0, room = c->held ? 0 : ppace_room(p, (int)(c - p->ch));
+    size_t got = 0, room = !paced ? SIZE_MAX : c->held ? 0 : ppace_room(p, (int)(c - p->ch));
     for (int round = 0; c->fd >= 0 && round < READ_ROUNDS; round++) {
         if (room == 0) {
             ppace_hold(p, c);
@@ -76,6 +77,8 @@ static size_t chan_read(struct proc *p, struct pchan *c)
     }
     return got;
 }
+
+static size_t chan_read(struct proc *p, struct pchan *c) { return chan_read_paced(p, c, 1); }
 
 static void maybe_finish(struct proc *p)
 {
@@ -98,18 +101,19 @@ static void on_drain_over(struct ev_loop *loop, ev_timer *w, int revents)
     (void)revents;
     struct proc *p = w->data;
     size_t got = 0;
-    /* Output held back for a reader is not dropped: look again later (the
-     * hold ends at the latest when that reader stalls). */
+    /* Output held back for a reader is not dropped yet: look again later,
+     * for at most the stall time after the exit (a background child that
+     * writes on must not keep the end away from a reader that reads on). */
     for (int i = 0; i < PROC_CHANS; i++)
-        if (p->ch[i].held) {
+        if (p->ch[i].held && ev_now(loop) - p->exited_at < p->t->o.stall) {
             ev_timer_set(&p->drain, PROC_DRAIN_SECONDS, 0.);
             ev_timer_start(loop, &p->drain);
             return;
         }
-    /* What is there now is the last of it; whoever holds the pipes now
-     * writes into the void. */
+    /* What is there now is the last of it (a paced reader skips what it has
+     * no room for); whoever holds the pipes now writes into the void. */
     for (int i = 0; i < PROC_CHANS; i++) {
-        got += chan_read(p, &p->ch[i]);
+        got += chan_read_paced(p, &p->ch[i], 0);
         chan_close(p, &p->ch[i]);
     }
     if (got) pio_notify(p);
@@ -122,6 +126,7 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
     struct proc *p = ctx;
     size_t got = 0;
     p->leader_exited = 1;
+    p->exited_at = ev_now(loop);
     p->status = status;
     ev_timer_stop(loop, &p->deadline);
     /* Everything the leader wrote is in the pipes by now. */
@@ -258,6 +263,7 @@ static void finish(struct proc *p)
     if (p->exec_errno) pstatus_from_exec_error(p->argv[0], p->exec_errno, &p->end);
     else pstatus_from_wait(p->status, &p->end);
     p->ended = 1;
+    ppace_release(p); /* its fds are closed: nothing is held any more */
     ev_timer_stop(loop, &p->drain);
     ev_timer_stop(loop, &p->deadline);
     for (int i = 0; i < PROC_CHANS; i++) {

@@ -8,9 +8,10 @@
  * would. It flows again once every paced subscriber has room for a quarter
  * of the ring (bigger reads than a trickle), or once the ones in the way are
  * left to skip: a subscriber that read nothing for the table's stall time
- * (a client that stopped reading must not stop the workload), or all of them
- * when the table shuts down. A stalled subscriber is paced again once it has
- * caught up to within half a ring.
+ * since the hold or its last read (a client that stopped reading must not
+ * stop the workload), or all of them when the table shuts down. A stalled
+ * subscriber is waited for again from its next read. After the leader's
+ * exit, held output waits for at most the stall time too (pio.c).
  */
 #include "agent/proc/pimpl.h"
 #include "agent/core/log.h"
@@ -53,9 +54,13 @@ static void on_check(struct ev_loop *loop, ev_timer *w, int revents)
     struct proc *p = w->data;
     ev_tstamp now = ev_now(loop);
     for (struct proc_sub *s = p->subs; s; s = s->next) {
-        if (!paces(p, s) || now - s->moved < p->t->o.stall) continue;
+        if (!paces(p, s)) continue;
         for (int ch = 0; ch < PROC_CHANS; ch++) {
-            if (!p->ch[ch].held || lag(p, s, ch) * 4 < p->ch[ch].ring.max * 3) continue;
+            const struct pchan *c = &p->ch[ch];
+            /* The stall time runs from the later of its last read and the
+             * hold: a stream full through a quiet spell gets it whole. */
+            ev_tstamp since = s->moved > c->held_since ? s->moved : c->held_since;
+            if (!c->held || now - since < p->t->o.stall || lag(p, s, ch) * 4 < c->ring.max * 3) continue;
             s->stalled = 1;
             log_warn("serve: process %d: a stream read nothing for %.3g s while its output waited; "
                      "the process goes on and the stream skips what it misses",
@@ -77,6 +82,7 @@ void ppace_hold(struct proc *p, struct pchan *c)
 {
     if (c->held || c->fd < 0) return;
     c->held = 1;
+    c->held_since = ev_now(p->t->loop);
     ev_io_stop(p->t->loop, &c->w);
     if (!ev_is_active(&p->pace)) ev_timer_again(p->t->loop, &p->pace);
 }
@@ -87,7 +93,8 @@ void ppace_check(struct proc *p)
     for (int ch = 0; ch < PROC_CHANS; ch++) {
         struct pchan *c = &p->ch[ch];
         if (!c->held) continue;
-        if (c->fd >= 0 && ppace_room(p, ch) < c->ring.max / 4) {
+        size_t room = ppace_room(p, ch);
+        if (c->fd >= 0 && (room == 0 || room < c->ring.max / 4)) {
             held = 1;
             continue;
         }
@@ -97,7 +104,11 @@ void ppace_check(struct proc *p)
     if (!held) ev_timer_stop(p->t->loop, &p->pace);
 }
 
-void ppace_release(struct proc *p) { ev_timer_stop(p->t->loop, &p->pace); }
+void ppace_release(struct proc *p)
+{
+    ev_timer_stop(p->t->loop, &p->pace);
+    for (int ch = 0; ch < PROC_CHANS; ch++) p->ch[ch].held = 0;
+}
 
 void proc_sub_pace(struct proc_sub *s, const uint64_t *pos)
 {
@@ -111,11 +122,8 @@ void proc_sub_moved(struct proc_sub *s)
     struct proc *p = s->p;
     if (!p || !s->pos) return;
     s->moved = ev_now(p->t->loop);
-    if (s->stalled) {
-        int behind = 0;
-        for (int ch = 0; ch < PROC_CHANS; ch++)
-            if (p->ch[ch].used && lag(p, s, ch) * 2 > p->ch[ch].ring.max) behind = 1;
-        s->stalled = behind;
-    }
+    /* Reading again after a stall (it has just jumped over what it missed):
+     * it is waited for again from here. */
+    s->stalled = 0;
     ppace_check(p);
 }

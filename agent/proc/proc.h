@@ -45,7 +45,8 @@
  * for any one unary request body. */
 #define PROC_INPUT_MAX (16u << 20)
 /* After the leader exited, its output pipes are read for at most this long
- * (a background child may hold them open forever). */
+ * (a background child may hold them open forever); output held back for a
+ * paced reader extends it by the table's stall time at most. */
 #define PROC_DRAIN_SECONDS 0.1
 /* The largest SANDBOX_AGENT_RETAIN_BYTES accepted. */
 #define PROC_RETAIN_MAX (1ull << 30)

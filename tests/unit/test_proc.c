@@ -477,6 +477,51 @@ static void test_paced_reader_gets_every_byte_a_stalled_one_is_left(void **st)
     proc_table_free(t);
 }
 
+/* A paced reader that takes one byte on every tick of a timer: it always
+ * reads (never stalls), and never makes room for a quarter ring (the
+ * channel stays held). */
+struct trickle {
+    struct proc_sub sub;
+    uint64_t pos[PROC_CHANS];
+    ev_timer tick;
+};
+
+static void on_trickle(struct ev_loop *l, ev_timer *w, int revents)
+{
+    (void)l;
+    (void)revents;
+    struct trickle *r = w->data;
+    char byte;
+    if (r->sub.p && proc_read(r->sub.p, PROC_STDOUT, &r->pos[PROC_STDOUT], &byte, 1, NULL) > 0)
+        proc_sub_moved(&r->sub);
+}
+
+static void on_ready_nothing(struct proc_sub *s, void *ctx) { (void)s, (void)ctx; }
+
+static void test_held_output_after_the_exit_waits_for_the_stall_time_only(void **st)
+{
+    (void)st;
+    struct proc_table_opts o = {.retain = 65536, .keep_finished = 16, .grace = 0.3, .stall = 0.3, .on_end = on_end};
+    char err[ERR_LEN];
+    struct proc_table *t = proc_table_new(loop, &o, err);
+    assert_non_null(t);
+    /* The leader exits at once; a background child writes 50 MB to the
+     * same pipe, far more than the reader takes within BOUND: the end
+     * comes the stall time after the exit, the rest skipped. */
+    struct proc *p = start_sh(t, "(yes | head -c 50000000) & echo started");
+    struct trickle r = {0};
+    proc_subscribe(p, &r.sub, on_ready_nothing, &r);
+    proc_sub_pace(&r.sub, r.pos);
+    ev_timer_init(&r.tick, on_trickle, 0.01, 0.01);
+    r.tick.data = &r;
+    ev_timer_start(loop, &r.tick);
+    wait_end(p);
+    ev_timer_stop(loop, &r.tick);
+    assert_true(proc_read_end(p, PROC_STDOUT) < 50000000);
+    proc_unsubscribe(&r.sub);
+    proc_table_free(t);
+}
+
 /* A reader that reads the end as it is told (a stream sending its end
  * event), then leaves. */
 static void on_ready_forget(struct proc_sub *s, void *ctx)
@@ -714,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_tags),
         cmocka_unit_test(test_subscribers_and_slow_reader),
         cmocka_unit_test(test_paced_reader_gets_every_byte_a_stalled_one_is_left),
+        cmocka_unit_test(test_held_output_after_the_exit_waits_for_the_stall_time_only),
         cmocka_unit_test(test_finished_cap),
         cmocka_unit_test(test_forget_while_ending_and_with_readers),
         cmocka_unit_test(test_env_builder),
