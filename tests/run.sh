@@ -9,6 +9,11 @@ set -u
 PYTHON=${PYTHON:-/usr/bin/python3}
 TEST_TIMEOUT=${TEST_TIMEOUT:-240}   # seconds one pytest test may take
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}  # seconds one pytest suite may take (~3x a normal run)
+# The container tests build their images first (debootstrap, podman build:
+# minutes, many more inside a container where every layer is copied whole);
+# their set-up bounds itself (tests/container/podlib.py, 2700 s).
+CONTAINER_TEST_TIMEOUT=${CONTAINER_TEST_TIMEOUT:-3000}
+CONTAINER_SUITE_TIMEOUT=${CONTAINER_SUITE_TIMEOUT:-3600}
 here=$(cd "$(dirname "$0")" && pwd)
 passed=0
 failed=0
@@ -40,22 +45,28 @@ run_integration() {
 }
 
 run_pytest_dir() { # $1 = label, $2 = directory, rest = env assignments
-    label=$1
-    dir=$2
-    shift 2
+    run_pytest_bounded "$TEST_TIMEOUT" "$SUITE_TIMEOUT" "$@"
+}
+
+run_pytest_bounded() { # $1 = seconds a test, $2 = seconds the suite, then as run_pytest_dir
+    test_timeout=$1
+    suite_timeout=$2
+    label=$3
+    dir=$4
+    shift 4
     echo "== $label"
-    # A test that hangs fails after $TEST_TIMEOUT s with every thread's stack
+    # A test that hangs fails after $test_timeout s with every thread's stack
     # (pytest-timeout); a suite that hangs anyway is killed after
-    # $SUITE_TIMEOUT s, so a run always ends with its count. The output is
+    # $suite_timeout s, so a run always ends with its count. The output is
     # shown as it is written, so a log cut short still says where it stopped.
-    env "$@" timeout -k 30 "$SUITE_TIMEOUT" "$PYTHON" -m pytest -q -rs -p no:cacheprovider \
-        --timeout="$TEST_TIMEOUT" "$dir" >"$log" 2>&1 &
+    env "$@" timeout -k 30 "$suite_timeout" "$PYTHON" -m pytest -q -rs -p no:cacheprovider \
+        --timeout="$test_timeout" "$dir" >"$log" 2>&1 &
     pid=$!
     # -rs names each skipped test's reason; the same reason is shown once, below.
     tail -n +1 -f --pid=$pid "$log" | grep -v '^SKIPPED \['
     wait $pid
     rc=$?
-    [ $rc = 124 ] && echo "$label: stopped after ${SUITE_TIMEOUT}s"
+    [ $rc = 124 ] && echo "$label: stopped after ${suite_timeout}s"
     if grep -q '^SKIPPED \[' "$log"; then
         echo "skipped, because:"
         sed -n 's/^SKIPPED \[[0-9]*\] [^:]*:[0-9]*: /   /p' "$log" | sort -u
@@ -97,7 +108,9 @@ while [ $# -gt 0 ]; do
     --integration) run_integration "$2"; mode=""; shift 2 ;;
     --sdk) run_sdk "$2" "$3"; mode=""; shift 3 ;;
     --fuzz) mode=fuzz; secs=$2; shift 2 ;;
-    --container) run_pytest_dir "container (podman + runc)" "$here/container"; mode=""; shift ;;
+    --container)
+        run_pytest_bounded "$CONTAINER_TEST_TIMEOUT" "$CONTAINER_SUITE_TIMEOUT" "container (podman + runc)" "$here/container"
+        mode=""; shift ;;
     *)
         case $mode in
         unit) run_unit "$1" ;;
