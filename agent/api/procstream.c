@@ -8,10 +8,10 @@
  * waits for `more`, and the child's output waits for the stream (it is
  * paced: proc.h), unless the stream read nothing for the stall time; then
  * the rings keep what the child writes meanwhile, and the stream jumps to
- * the oldest byte kept (the jump is logged). Once the process has ended and every channel is read to
- * its end, the end event and the end-stream message; the end is then read,
- * and the record may go (proc_forget). Keepalives go out while the stream
- * is idle. The client leaving only unsubscribes: the process runs on.
+ * the oldest byte kept (the jump is logged). Once the process has ended and
+ * every channel is read to its end, the end event and the end-stream
+ * message; the end is then read, and the record may go (proc_forget).
+ * Keepalives go out while the stream is idle. The client leaving only unsubscribes: the process runs on.
  */
 #include "agent/api/procev.h"
 #include "agent/api/procrpc.h"

@@ -41,14 +41,20 @@ static void on_end(struct proc *p, void *ctx)
     ends++;
 }
 
-static struct proc_table *table(size_t retain, size_t keep, char *const *base_env)
+/* A table whose paced subscribers are waited for stall seconds (0: never). */
+static struct proc_table *table_paced(size_t retain, size_t keep, char *const *base_env, double stall)
 {
     struct proc_table_opts o = {.retain = retain, .keep_finished = keep, .grace = 0.3, .base_env = base_env,
-                                .on_end = on_end};
+                                .stall = stall, .on_end = on_end};
     char err[ERR_LEN];
     struct proc_table *t = proc_table_new(loop, &o, err);
     assert_non_null(t);
     return t;
+}
+
+static struct proc_table *table(size_t retain, size_t keep, char *const *base_env)
+{
+    return table_paced(retain, keep, base_env, 0);
 }
 
 static void on_guard(struct ev_loop *l, ev_timer *w, int revents)
@@ -444,10 +450,7 @@ static int paced_saw_end(void *r) { return ((struct paced *)r)->saw_end; }
 static void test_paced_reader_gets_every_byte_a_stalled_one_is_left(void **st)
 {
     (void)st;
-    struct proc_table_opts o = {.retain = 1024, .keep_finished = 16, .grace = 0.3, .stall = 0.3, .on_end = on_end};
-    char err[ERR_LEN];
-    struct proc_table *t = proc_table_new(loop, &o, err);
-    assert_non_null(t);
+    struct proc_table *t = table_paced(1024, 16, NULL, 0.3);
     const char *script = "i=0; while [ $i -lt 2000 ]; do echo 0123456789abcdefghijklmnopqrstu; i=$((i+1)); done";
     /* 64,000 bytes through a 1 KiB ring: the child waits for the reader. */
     struct proc *p = start_sh(t, script);
@@ -501,10 +504,7 @@ static void on_ready_nothing(struct proc_sub *s, void *ctx) { (void)s, (void)ctx
 static void test_held_output_after_the_exit_waits_for_the_stall_time_only(void **st)
 {
     (void)st;
-    struct proc_table_opts o = {.retain = 65536, .keep_finished = 16, .grace = 0.3, .stall = 0.3, .on_end = on_end};
-    char err[ERR_LEN];
-    struct proc_table *t = proc_table_new(loop, &o, err);
-    assert_non_null(t);
+    struct proc_table *t = table_paced(65536, 16, NULL, 0.3);
     /* The leader exits at once; a background child writes 50 MB to the
      * same pipe, far more than the reader takes within BOUND: the end
      * comes the stall time after the exit, the rest skipped. */
