@@ -1,7 +1,7 @@
 // commands.mjs - sbx.commands against sandbox-agent serve (issue 8): run in
 // the foreground and the background, envs, cwd, user, stdin, kill, list,
 // connect. Usage: node commands.mjs SCENARIO (see lib.mjs for the output).
-import { run, rejection, Collector, eventually } from './lib.mjs'
+import { run, rejection, Collector, eventually, WAIT_MS } from './lib.mjs'
 
 const result = (r) => ({ stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, error: r.error })
 
@@ -11,7 +11,7 @@ const result = (r) => ({ stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCod
 async function sleeper(sbx, opts = {}) {
   const out = new Collector()
   const h = await sbx.commands.run('echo ready; exec sleep 30', { background: true, onStdout: out.push, ...opts })
-  await out.until((t) => t.includes('ready\n'), 30000, 'ready')
+  await out.until((t) => t.includes('ready\n'), WAIT_MS, 'ready')
   return h
 }
 
@@ -84,7 +84,7 @@ run({
       background: true, stdin: true, onStdout: out.push,
     })
     const pidIsNumber = typeof h.pid === 'number' && h.pid > 0
-    await out.until((t) => t.includes('started\n'), 15000, 'started')
+    await out.until((t) => t.includes('started\n'), WAIT_MS, 'started')
     const runningExitCode = h.exitCode === undefined ? "undefined" : h.exitCode
     await h.sendStdin('go\n')
     const r = await h.wait()
@@ -97,7 +97,7 @@ run({
     const killed = await h.kill()
     const err = await rejection(h.wait())
     const gone = await eventually(async () => !(await sbx.commands.list()).some((p) => p.pid === h.pid),
-                                  15000, 'the killed process to leave the list')
+                                  WAIT_MS, 'the killed process to leave the list')
     return { killed, err, gone, ms: Date.now() - t0, killAgain: await sbx.commands.kill(h.pid),
              killUnknown: await sbx.commands.kill(999999) }
   },
@@ -117,7 +117,7 @@ run({
     const h = await sbx.commands.run('echo first; read line; echo "second $line"; exit 7', {
       background: true, stdin: true, onStdout: first.push,
     })
-    await first.until((t) => t.includes('first\n'), 15000, 'first')
+    await first.until((t) => t.includes('first\n'), WAIT_MS, 'first')
     await h.disconnect()
     const later = new Collector()
     const h2 = await sbx.commands.connect(h.pid, { onStdout: later.push })
@@ -138,7 +138,7 @@ run({
     const err = await rejection(p)
     const pid = Number(out.text.trim())
     const gone = await eventually(async () => !(await sbx.commands.list()).some((x) => x.pid === pid),
-                                  15000, 'the timed-out command to be killed')
+                                  WAIT_MS, 'the timed-out command to be killed')
     return { err, gone }
   },
 
@@ -148,6 +148,12 @@ run({
       .then((r) => ({ i, out: r.stdout, code: r.exitCode }))
       .catch((e) => ({ i, out: e.stdout, code: e.exitCode }))))
     return rs.every((r) => r.out === `${r.i}\n` && r.code === r.i % 2) ? n : rs
+  },
+
+  async client() {
+    // Who the SDK itself runs as (tests/sdk/sdklib.py).
+    const fs = await import('node:fs')
+    return { uid: process.getuid(), home: process.env.HOME, homeEntries: fs.readdirSync(process.env.HOME) }
   },
 
   async pid1({ sbx }) {

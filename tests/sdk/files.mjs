@@ -85,15 +85,15 @@ run({
     return { write: w, info: info(await sbx.files.getInfo(p)) }
   },
 
-  async relative({ sbx }) {
-    // A relative path is the user's home (root: /root).
+  async relative({ sbx, userHome }) {
+    // A relative path is the user's home (the default user's here).
     const name = `sa-sdk-rel-${process.pid}.txt`
     try {
-      const w = await sbx.files.write(name, 'rel', { user: 'root' })
-      return { write: w, read: await sbx.files.read(name, { user: 'root' }),
-               onDisk: fs.existsSync(path.join('/root', name)) }
+      const w = await sbx.files.write(name, 'rel')
+      return { write: w, read: await sbx.files.read(name),
+               onDisk: fs.existsSync(path.join(userHome, name)) }
     } finally {
-      fs.rmSync(path.join('/root', name), { force: true })
+      fs.rmSync(path.join(userHome, name), { force: true })
     }
   },
 

@@ -13,7 +13,10 @@ import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import path from 'node:path'
 
-const TIMEOUT_MS = Number(process.env.SANDBOX_AGENT_SDK_TIMEOUT_MS || 45000)
+// A hang guard, not a budget (tests/sdk/sdklib.py sets it): every wait below
+// is for something the agent does, and a scenario ends as soon as it has it.
+const TIMEOUT_MS = Number(process.env.SANDBOX_AGENT_SDK_TIMEOUT_MS || 150000)
+const WAIT_MS = 60000
 
 export async function loadSdk() {
   const dir = process.env.SANDBOX_AGENT_SDK_DIR
@@ -35,6 +38,8 @@ export function sandboxClass(sdk, token) {
     }
   }
 }
+
+export { WAIT_MS }
 
 export function errInfo(e) {
   if (!(e instanceof Error)) return { name: typeof e, message: String(e) }
@@ -77,7 +82,7 @@ export class Collector {
     this.push(this.decoder.decode(b, { stream: true }))
   }
 
-  until(pred, ms = 15000, what = 'output') {
+  until(pred, ms = WAIT_MS, what = 'output') {
     return new Promise((resolve, reject) => {
       const w = {
         check: () => {
@@ -100,7 +105,7 @@ export class Collector {
 
 // Poll an async predicate until it is true, for state with no event to wait
 // on (the process table after a kill). Fails after ms.
-export async function eventually(pred, ms = 15000, what = 'a condition') {
+export async function eventually(pred, ms = WAIT_MS, what = 'a condition') {
   const end = Date.now() + ms
   for (;;) {
     const v = await pred()
@@ -132,6 +137,9 @@ export async function run(scenarios) {
       sbx,
       Sandbox,
       work: process.env.SANDBOX_AGENT_SDK_WORK || '/tmp',
+      // The sandbox's default user (SANDBOX_AGENT_USER of the agent) and its home.
+      user: process.env.SANDBOX_AGENT_SDK_USER,
+      userHome: process.env.SANDBOX_AGENT_SDK_USER_HOME,
       arg: process.argv[3],
     }
     emit({ ok: true, result: await fn(ctx) })

@@ -1,6 +1,6 @@
 // pty.mjs - sbx.pty against sandbox-agent serve (issue 8): create, sendInput,
 // resize (seen by `stty size`), kill, reconnect. Usage: node pty.mjs SCENARIO.
-import { run, rejection, Collector } from './lib.mjs'
+import { run, rejection, Collector, WAIT_MS } from './lib.mjs'
 
 const enc = (s) => new TextEncoder().encode(s)
 
@@ -16,7 +16,7 @@ async function stty(sbx, h, out, tag) {
   const marker = `@@${tag}@@`
   // The marker is printed by the shell, not echoed: the echo shows "@@"'"..."'.
   await sbx.pty.sendInput(h.pid, enc(`echo "@@""${tag}@@"; stty size\n`))
-  return out.until((t) => sizeAfter(t, marker), 15000, 'stty size ' + tag)
+  return out.until((t) => sizeAfter(t, marker), WAIT_MS, 'stty size ' + tag)
 }
 
 run({
@@ -63,12 +63,12 @@ run({
     const one = new Collector()
     const h = await sbx.pty.create({ cols: 80, rows: 24, onData: one.pushBytes })
     await sbx.pty.sendInput(h.pid, enc('echo "mark""1"\n'))
-    await one.until((t) => t.includes('mark1'), 15000, 'mark1')
+    await one.until((t) => t.includes('mark1'), WAIT_MS, 'mark1')
     await h.disconnect()
     const two = new Collector()
     const h2 = await sbx.pty.connect(h.pid, { onData: two.pushBytes })
     await sbx.pty.sendInput(h.pid, enc('echo "mark""2"\n'))
-    await two.until((t) => t.includes('mark2'), 15000, 'mark2')
+    await two.until((t) => t.includes('mark2'), WAIT_MS, 'mark2')
     await sbx.pty.sendInput(h.pid, enc('exit 0\n'))
     const r = await h2.wait()
     return { samePid: h2.pid === h.pid, exitCode: r.exitCode, oneSawMark2: one.text.includes('mark2') }

@@ -4,7 +4,7 @@
 // stop, and the errors. Usage: node watch.mjs SCENARIO.
 import fs from 'node:fs'
 import path from 'node:path'
-import { run, rejection } from './lib.mjs'
+import { run, rejection, WAIT_MS } from './lib.mjs'
 
 // Events as "type name", with a waiter for a set of them.
 class Events {
@@ -21,7 +21,7 @@ class Events {
     return this.list.some((e) => e.type === type && e.name === name)
   }
 
-  until(wanted, ms = 15000) {
+  until(wanted, ms = WAIT_MS) {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (!wanted.every(([t, n]) => this.seen(t, n))) return false
