@@ -50,7 +50,6 @@ WARN     := -fno-strict-aliasing -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno
 # Every .c under the three source folders: a new mode folder needs no edit here.
 SRC      := $(sort $(shell find agent runner inotify -name '*.c'))
 LIB_SRC  := $(filter-out agent/main.c,$(SRC))
-HDR      := $(sort $(shell find agent runner inotify -name '*.h'))
 # zlib: deflate and inflate only (no gz* file API, no compress/uncompress).
 ZLIB_SRC := $(addprefix $(DEPS)/zlib/,adler32.c crc32.c deflate.c inflate.c inffast.c inftrees.c trees.c zutil.c)
 DEP_SRC  := $(DEPS)/libev/ev.c $(DEPS)/cjson/cJSON.c $(DEPS)/libb64/src/cencode.c $(DEPS)/libb64/src/cdecode.c \
@@ -81,34 +80,40 @@ FUZZ_CC     := clang
 FUZZ_CFLAGS := -std=c11 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
 
 obj = $(patsubst %.c,$(B)/$(1)/%.o,$(2))
+# Each object's header dependencies, written by the compiler as it builds it
+# (-MMD); -MP adds a target for every header, so a removed one breaks nothing.
+DEPFLAGS := -MMD -MP
 depobj = $(patsubst $(DEPS)/%.c,$(B)/$(1)/deps/%.o,$(DEP_SRC))
 
 .PHONY: all test test-sdk test-container test-unit test-integration test-sanitize fuzz fuzz-smoke bench clean distclean deps \
-        pkgs-build pkgs-test pkgs-bench asan unit-bins fuzz-bins
+        pkgs-build pkgs-test pkgs-bench pkgs-container asan unit-bins fuzz-bins
 .DELETE_ON_ERROR:
 
 all: $(B)/sandbox-agent
 
-# ---- dependencies ---------------------------------------------------------
-$(B)/.pkgs-build:
+# ---- Debian packages -------------------------------------------------------
+# What each kind of work needs is installed by an explicit target (`make
+# pkgs-build`, `pkgs-test`, `pkgs-bench`, `pkgs-container`; deps/packages.sh:
+# root, only what is missing, never an upgrade). Nothing else runs apt: each
+# stamp below only checks dpkg's records (deps/packages.sh --check) and calls
+# its target when a package is missing, saying which. Each set comes after the
+# one before it, so apt never runs twice at once under make -j.
+PKGS_build     := $(BUILD_PKGS)
+PKGS_test      := $(TEST_PKGS)
+PKGS_bench     := $(BENCH_PKGS)
+PKGS_container := $(CONTAINER_PKGS)
+pkgs-build pkgs-test pkgs-bench pkgs-container: pkgs-%:
+	deps/packages.sh $(PKGS_$*)
+pkgs-test pkgs-bench pkgs-container: pkgs-build
+
+$(B)/.pkgs-%:
 	@mkdir -p $(B)
-	deps/packages.sh $(BUILD_PKGS)
+	@deps/packages.sh --check $(PKGS_$*) || { echo "make: running 'make pkgs-$*' for them" >&2; \
+	    $(MAKE) --no-print-directory pkgs-$*; }
 	@touch $@
 $(B)/.pkgs-test: | $(B)/.pkgs-build
-	@mkdir -p $(B)
-	deps/packages.sh $(TEST_PKGS)
-	@touch $@
 $(B)/.pkgs-bench: | $(B)/.pkgs-test
-	@mkdir -p $(B)
-	deps/packages.sh $(BENCH_PKGS)
-	@touch $@
-
-# apt-get must never run twice at once (make -j): each apt step is ordered
-# after the previous one.
 $(B)/.pkgs-container: | $(B)/.pkgs-test
-	@mkdir -p $(B)
-	deps/packages.sh $(CONTAINER_PKGS)
-	@touch $@
 
 $(DEPS)/.stamp: deps/fetch.sh deps/SHA256SUMS | $(B)/.pkgs-build
 	deps/fetch.sh $(DEPS)
@@ -120,23 +125,23 @@ deps: $(DEPS)/.stamp
 .SECONDARY:
 
 # ---- the static binary ----------------------------------------------------
-$(B)/musl/deps/%.o: $(DEPS)/.stamp $(B)/.pkgs-build
+$(B)/musl/deps/%.o: $(DEPS)/.stamp | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -std=gnu11 $(MUSL_DEP_OPT) -w -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
-$(B)/musl/%.o: %.c $(HDR) $(DEPS)/.stamp $(B)/.pkgs-build
+$(B)/musl/%.o: %.c $(DEPS)/.stamp | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
-	$(MUSL_CC) $(MUSL_CFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
+	$(MUSL_CC) $(MUSL_CFLAGS) $(DEPFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
 $(B)/sandbox-agent: $(call obj,musl,$(SRC)) $(call depobj,musl)
 	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^ -lm
 	@echo "built $@ ($$(stat -c %s $@) bytes)"
 
 # ---- sanitizer build (tests' copy) ----------------------------------------
-$(B)/asan/deps/%.o: $(DEPS)/.stamp $(B)/.pkgs-test
+$(B)/asan/deps/%.o: $(DEPS)/.stamp | $(B)/.pkgs-test
 	@mkdir -p $(dir $@)
 	$(ASAN_CC) -std=gnu11 -O1 -g -w $(SAN) $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
-$(B)/asan/%.o: %.c $(HDR) $(DEPS)/.stamp $(B)/.pkgs-test
+$(B)/asan/%.o: %.c $(DEPS)/.stamp | $(B)/.pkgs-test
 	@mkdir -p $(dir $@)
-	$(ASAN_CC) $(ASAN_CFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
+	$(ASAN_CC) $(ASAN_CFLAGS) $(DEPFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
 $(B)/asan/sandbox-agent: $(call obj,asan,$(SRC)) $(call depobj,asan)
 	$(ASAN_CC) $(SAN) -o $@ $^ -lm
 asan: $(B)/asan/sandbox-agent
@@ -148,12 +153,12 @@ $(B)/unit/%: $(B)/asan/tests/unit/%.o $(call obj,asan,$(LIB_SRC)) $(call depobj,
 unit-bins: $(UNIT_BINS)
 
 # ---- fuzzing --------------------------------------------------------------
-$(B)/fuzz/deps/%.o: $(DEPS)/.stamp $(B)/.pkgs-test
+$(B)/fuzz/deps/%.o: $(DEPS)/.stamp | $(B)/.pkgs-test
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=gnu11 -w $(FUZZ_CFLAGS) $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
-$(B)/fuzz/%.o: %.c $(HDR) $(DEPS)/.stamp $(B)/.pkgs-test
+$(B)/fuzz/%.o: %.c $(DEPS)/.stamp | $(B)/.pkgs-test
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) $(DEFS) $(INCLUDES) -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) $(DEPFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzzers/%,$(FUZZ_SRC))
 $(B)/fuzzers/%: $(B)/fuzz/tests/fuzz/%.o $(call obj,fuzz,$(LIB_SRC)) $(call depobj,fuzz)
 	@mkdir -p $(dir $@)
@@ -211,6 +216,9 @@ $(B)/bench/fwd: tests/bench/fwd.c $(B)/musl/deps/libev/ev.o
 
 bench: $(B)/sandbox-agent $(B)/bench/fwd $(B)/.pkgs-bench $(B)/.pkgs-test
 	$(PYTHON) tests/bench/bench.py $(B)/sandbox-agent
+
+# The header dependencies of every object built so far.
+-include $(shell find $(B)/musl $(B)/asan $(B)/fuzz -name '*.d' 2>/dev/null)
 
 clean:
 	rm -rf $(B)/musl $(B)/asan $(B)/fuzz $(B)/unit $(B)/fuzzers $(B)/sandbox-agent

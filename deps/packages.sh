@@ -1,13 +1,25 @@
 #!/bin/sh
 # Install the Debian packages named on the command line that are not installed yet.
-# Used by the Makefile so that `make`, `make test` and `make bench` work on a fresh
-# Debian 12 machine as root. It never upgrades or removes anything.
+# The Makefile's explicit pkgs-* targets run it, so that `make`, `make test` and
+# `make bench` work on a fresh Debian 12 machine as root. It never upgrades or
+# removes anything.
+#
+#   deps/packages.sh [--check] PACKAGE...
+#
+# --check installs nothing: it reads dpkg's records only, names what is missing
+# on stderr and exits 1 when something is (the build's stamps ask this first).
 set -eu
+check=0
+if [ "${1:-}" = --check ]; then check=1; shift; fi
 missing=""
 for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
+if [ $check = 1 ]; then
+    echo "deps/packages.sh: missing Debian packages:$missing" >&2
+    exit 1
+fi
 if [ "$(id -u)" != 0 ]; then
     echo "deps/packages.sh: missing Debian packages:$missing (run as root, or install them)" >&2
     exit 1
