@@ -22,7 +22,16 @@ static const struct {
 
 void rewrite_init(struct rewrite *r)
 {
-    for (int i = 0; i < REWRITE_NSIG; i++) r->to[i] = (unsigned char)i;
+    for (int i = 0; i < REWRITE_NSIG; i++) {
+        r->to[i] = (unsigned char)i;
+        r->set[i] = 0;
+    }
+}
+
+void rewrite_default(struct rewrite *r, int from, int to)
+{
+    if (from > 0 && from < REWRITE_NSIG && to >= 0 && to < REWRITE_NSIG && !r->set[from])
+        r->to[from] = (unsigned char)to;
 }
 
 int rewrite_apply(const struct rewrite *r, int sig)
@@ -84,6 +93,7 @@ static int parse_pair(struct rewrite *r, const char *p, unsigned long n, char *e
         return -1;
     }
     r->to[from] = (unsigned char)to;
+    r->set[from] = 1;
     return 0;
 }
 

@@ -17,6 +17,7 @@
 
 struct rewrite {
     unsigned char to[REWRITE_NSIG]; /* to[A] = B; identity by default */
+    unsigned char set[REWRITE_NSIG]; /* A was named by the user's text */
 };
 
 /* Identity. */
@@ -25,6 +26,9 @@ void rewrite_init(struct rewrite *r);
  * so they are refused on the left; SIGCHLD is the reaper's and refused on
  * both sides. Returns 0, or -1 with a message in err (ERR_LEN bytes). */
 int rewrite_parse(struct rewrite *r, const char *text, char *err);
+/* A default of the supervisor's own: A becomes B unless the user's text
+ * named A (their rewrite, identity included, wins). */
+void rewrite_default(struct rewrite *r, int from, int to);
 /* The signal to forward for sig; 0 means drop it. */
 int rewrite_apply(const struct rewrite *r, int sig);
 /* A signal's number from "15", "TERM", "SIGTERM", "RTMIN", "RTMIN+3",

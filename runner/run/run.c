@@ -305,7 +305,15 @@ static int run_start(struct run_state *st)
      * Ctrl-C and job control reach it, as in a shell. */
     int tty_fd = jobctl_init(&st->jc);
 
-    struct spawn_opts so = {.argv = st->cmd, .new_pgrp = 1, .new_session = tty_fd < 0 && jobctl_no_terminal(),
+    int own_session = tty_fd < 0 && jobctl_no_terminal();
+    /* A job leading a session of its own is an orphaned process group: the
+     * kernel ignores SIGTSTP, SIGTTIN and SIGTTOU there unless caught, so a
+     * suspend reaches it as SIGSTOP, as under dumb-init (its setsid mode);
+     * SANDBOX_AGENT_SIGNAL_REWRITE naming one of them wins. */
+    static const int suspends[] = {SIGTSTP, SIGTTIN, SIGTTOU};
+    for (size_t i = 0; own_session && i < sizeof suspends / sizeof suspends[0]; i++)
+        rewrite_default(&st->cfg.rewrite, suspends[i], SIGSTOP);
+    struct spawn_opts so = {.argv = st->cmd, .new_pgrp = 1, .new_session = own_session,
                             .tty_fd = tty_fd, .stdin_fd = -1,
                             .stdout_fd = out_fd, .stderr_fd = errpipe_child_fd(&st->err), .cwd = NULL};
     st->child = spawn_child(&so, &st->exec_errno, err);

@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from conftest import AGENT, PY, RESULT_SENTINEL, clean_env, proc_state, wait_until
+from conftest import AGENT, PY, RESULT_SENTINEL, children, clean_env, descendants, proc_state, wait_until
 from jobs import UNSHARE, Job, py
 from ptys import PtyProc
 
@@ -173,33 +173,64 @@ def stop_signal_job(sig, ack_fd):
               "print('got CONT', flush=True)\n" % (sig, sig, ack_fd, sig))
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU], ids=["TSTP", "TTIN", "TTOU"])
-def test_terminal_stop_signal_stops_the_agent_after_the_job(sig, env):
-    # The ack goes to stderr, which is not relayed: the agent is stopped.
-    j = Job(stop_signal_job(sig, 2), pid1=False, env=env)
+SUSPENDS = [pytest.param(s, id=s.name[3:]) for s in (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)]
+
+
+@pytest.mark.parametrize("sig", SUSPENDS)
+def test_terminal_stop_signal_on_a_terminal_reaches_the_job_then_stops_the_agent(sig, env):
+    # The job shares the agent's session and terminal: the signal reaches it
+    # as it is (it catches it here), then the agent stops itself.
+    t = on_pty(stop_signal_job(sig, 1), False, env)
     try:
+        t.read_until(b"ready")
+        os.kill(t.pid, sig)
+        t.read_until(b"got %d" % sig, timeout=STEP)
+        wait_until(lambda: proc_state(t.pid) == "T", "the agent to stop itself", timeout=STEP)
+        os.kill(t.pid, signal.SIGCONT)
+        t.read_until(b"got CONT", timeout=STEP)
+        t.read_until(RESULT_SENTINEL.encode(), timeout=STEP)
+        assert t.wait(timeout=STEP) == 0
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("sig", SUSPENDS)
+def test_terminal_stop_signal_without_a_terminal_suspends_job_and_agent(sig, env):
+    # dumb-init's shell_background test (its setsid mode): the job leads a
+    # session of its own, where the kernel ignores a stop signal that is not
+    # caught, and this job catches every signal; both must stop all the same,
+    # and SIGCONT wakes both, the job seeing it.
+    j = Job([PY, os.path.join(HERE, "workloads", "sigreport.py")], pid1=False, env=env, start_new_session=True)
+    try:
+        grand = int(j.wait_text("grand pid ").split()[2])
         j.wait_text("ready")
+        pids = [j.p.pid, children(j.p.pid)[0], grand]
+        states = lambda: [proc_state(p) for p in pids]
         j.signal(sig)
-        wait_until(lambda: b"got %d" % sig in bytes(j.err), "the job to get the signal", timeout=STEP)
-        wait_until(lambda: proc_state(j.p.pid) == "T", "the agent to stop itself", timeout=STEP)
+        wait_until(lambda: states() == ["T"] * 3, "the agent, the job and its child to stop", timeout=STEP)
         j.signal(signal.SIGCONT)
-        j.wait_text("got CONT")
-        assert j.finish() == 0
+        j.wait_text("child got %d\n" % signal.SIGCONT)
+        j.wait_text("grand got %d\n" % signal.SIGCONT)
+        wait_until(lambda: "T" not in states(), "all three to run again", timeout=STEP)
+        assert b"got %d\n" % sig not in bytes(j.out), "the job got the stop signal itself, not SIGSTOP"
     finally:
         j.kill()
 
 
-def test_terminal_stop_signal_does_not_stop_pid1(env):
-    j = Job(stop_signal_job(signal.SIGTSTP, 1), pid1=True, env=env)
+def test_terminal_stop_signal_suspends_the_job_but_not_pid1(env):
+    # PID 1 cannot stop itself (and has no shell to give a prompt back to);
+    # its job is suspended all the same, and SIGCONT resumes it.
+    j = Job([PY, os.path.join(HERE, "workloads", "sigreport.py")], pid1=True, env=env, start_new_session=True)
     try:
         j.wait_text("ready")
+        agent = j.agent_pid()
+        job = wait_until(lambda: len(descendants(agent)) == 2 and descendants(agent), "the job and its child")
         j.signal(signal.SIGTSTP)
-        # Relayed by the agent after it forwarded SIGTSTP: it is still running.
-        j.wait_text("got %d" % signal.SIGTSTP)
-        assert proc_state(j.agent_pid()) != "T"
+        wait_until(lambda: [proc_state(p) for p in job] == ["T", "T"], "the job to stop", timeout=STEP)
+        assert proc_state(agent) != "T"
         j.signal(signal.SIGCONT)
-        j.wait_text("got CONT")
-        assert j.finish() == 0
+        j.wait_text("child got %d\n" % signal.SIGCONT)
+        assert proc_state(agent) != "T"
     finally:
         j.kill()
 

@@ -65,12 +65,35 @@ static void test_refusals(void **st)
     assert_int_equal(rewrite_parse(&r, big, err), -1);
 }
 
+/* The supervisor's own defaults give way to whatever the user named. */
+static void test_defaults(void **st)
+{
+    (void)st;
+    struct rewrite r;
+    char err[ERR_LEN];
+    assert_int_equal(rewrite_parse(&r, "TSTP:TSTP, TTIN:0", err), 0);
+    rewrite_default(&r, SIGTSTP, SIGSTOP);
+    rewrite_default(&r, SIGTTIN, SIGSTOP);
+    rewrite_default(&r, SIGTTOU, SIGSTOP);
+    assert_int_equal(rewrite_apply(&r, SIGTSTP), SIGTSTP);
+    assert_int_equal(rewrite_apply(&r, SIGTTIN), 0);
+    assert_int_equal(rewrite_apply(&r, SIGTTOU), SIGSTOP);
+    rewrite_default(&r, 0, SIGSTOP);
+    rewrite_default(&r, REWRITE_NSIG, SIGSTOP);
+    rewrite_default(&r, SIGUSR1, REWRITE_NSIG);
+    assert_int_equal(rewrite_apply(&r, SIGUSR1), SIGUSR1);
+    rewrite_init(&r);
+    rewrite_default(&r, SIGTSTP, SIGSTOP);
+    assert_int_equal(rewrite_apply(&r, SIGTSTP), SIGSTOP);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pairs),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_defaults),
     };
     return cmocka_run_group_tests_name("rewrite", tests, NULL, NULL);
 }
