@@ -136,7 +136,7 @@ static void start_watcher(struct rpc_call *call, struct fsrpc_op *op)
     }
     /* Before the first walk, which may report a hole already. */
     buf_init(&x->events, FSWATCHER_EVENTS_MAX);
-    if (fswatch_start(&x->w, op->path, op->recursive, op->include_entry, &watcher_ops, x, err) < 0) {
+    if (fswatch_start(&x->w, op->path, op->recursive, op->include_entry, &op->user, &watcher_ops, x, err) < 0) {
         rpc_fail(call, RPC_INTERNAL, err);
         buf_free(&x->events);
         free(x);
