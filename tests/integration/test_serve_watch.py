@@ -8,7 +8,9 @@ may list is (`ls -la` shows it too). A readable directory beside it is
 still watched in full (a watch that saw nothing would pass otherwise), a
 permission changed later is followed, and root still sees everything. An
 entry (includeEntry) holds only what the user could see: the same as Stat
-as that user says.
+as that user says. What the user may list but the agent cannot watch is
+still a hole, never silent; the watched directory itself must be
+searchable for the agent to look below it.
 
 Every wait is for an event that must come; that nothing else came is known
 from order: the kernel queues a watch's events in the order they happen, so
@@ -192,6 +194,22 @@ def test_root_still_sees_everything(serve, home, kind):
         assert f1["path"] == os.path.join(home, "secret/f1") and f1["owner"] == "root"
     finally:
         w.close()
+
+
+def test_the_watched_directory_must_be_searchable_to_look_below_it(serve, pub):
+    """Readable but not searchable: its names may be watched, not what is
+    below them or their entries."""
+    d = os.path.join(pub, "names-only")
+    os.mkdir(d)
+    os.chmod(d, 0o744)  # root's
+    fs = serve().client
+    for extra in ({"recursive": True}, {"includeEntry": True}):
+        assert fs.code_of("CreateWatcher", dict(path=d, **extra), user="nobody") == "permission_denied"
+        s = fs.stream("WatchDir", dict(path=d, **extra), user="nobody")
+        assert s.next() is None and s.end["error"]["code"] == "permission_denied", s.end
+        s.close()
+    wid = fs.call("CreateWatcher", {"path": d}, user="nobody")["watcherId"]
+    assert fs.call("RemoveWatcher", {"watcherId": wid}) == {}
 
 
 def test_an_agent_not_root_leaves_out_what_it_may_not_list(serve_as_nobody, pub, kind):
