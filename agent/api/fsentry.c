@@ -2,6 +2,7 @@
  * fsentry.c - EntryInfo objects (see fsentry.h).
  */
 #include "agent/api/fsentry.h"
+#include "agent/api/fsperm.h"
 #include "agent/api/fspath.h"
 #include "agent/files/files.h"
 #include "agent/core/jsonw.h"
@@ -10,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,26 +133,19 @@ int fsentry_time(struct buf *b, const struct timespec *ts)
 
 /* ---- what the filesystem says -------------------------------------------- */
 
-/* A symlink's target, absolute: where it resolves to, else its text joined
- * to the link's directory. Appended unquoted-escaped as a JSON string. */
-static int symlink_target(struct buf *b, const char *path)
+/* A symlink's text made absolute (joined to the link's directory), as a
+ * JSON string: what a link that cannot be resolved shows. */
+static int link_text(struct buf *b, const char *path)
 {
-    char *real = realpath(path, NULL);
-    if (real) {
-        int r = jsonw_cstr(b, real);
-        free(real);
-        return r;
-    }
     char t[4096];
     ssize_t n = readlink(path, t, sizeof t - 1);
     if (n < 0) return jsonw_cstr(b, path);
     t[n] = '\0';
+    if (t[0] == '/') return jsonw_cstr(b, t);
     struct buf abs;
     buf_init(&abs, FSPATH_MAX);
     int r = -1;
-    if (t[0] == '/') {
-        r = jsonw_cstr(b, t);
-    } else if (buf_puts(&abs, path) == 0 && buf_cstr(&abs)) {
+    if (buf_puts(&abs, path) == 0 && buf_cstr(&abs)) {
         char *slash = strrchr(abs.data, '/');
         abs.len = slash ? (size_t)(slash - abs.data) : 0;
         if (buf_putc(&abs, '/') == 0 && buf_puts(&abs, t) == 0 && buf_cstr(&abs)) {
@@ -159,6 +154,17 @@ static int symlink_target(struct buf *b, const char *path)
         }
     }
     buf_free(&abs);
+    return r;
+}
+
+/* A symlink's target, absolute: where it resolves to, else its text made
+ * absolute. */
+static int symlink_target(struct buf *b, const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (!real) return link_text(b, path);
+    int r = jsonw_cstr(b, real);
+    free(real);
     return r;
 }
 
@@ -182,14 +188,28 @@ static int metadata(struct buf *b, const char *path)
     return first ? 0 : buf_putc(b, '}');
 }
 
-int fsentry_json(struct buf *b, const char *path, const char *name, size_t nlen,
-                 const struct stat *st, struct fsnames *names)
+/* What a symlink shows for w (see fsentry_stat_json_as): where it resolves
+ * to for w, into real; its target's lstat into target. Returns 1 when w
+ * resolves it, 0 when not. */
+static int resolve_for(const struct fsperm_who *w, const char *path, char *real, size_t cap, struct stat *target)
 {
-    char perm[24];
+    return fsperm_resolve(w, path, real, cap) == 0 && lstat(real, target) == 0;
+}
+
+static int entry_json(struct buf *b, const char *path, const char *name, size_t nlen, const struct stat *st,
+                      struct fsnames *names, const struct fsperm_who *w)
+{
+    char perm[24], real[PATH_MAX];
     mode_t mode = st->st_mode & 0777;
     struct stat target;
-    int link = S_ISLNK(st->st_mode);
-    if (link) mode = stat(path, &target) == 0 ? target.st_mode & 0777 : 0;
+    int link = S_ISLNK(st->st_mode), resolved = 0;
+    if (link && w) resolved = resolve_for(w, path, real, sizeof real, &target);
+    else if (link) resolved = stat(path, &target) == 0;
+    if (link) mode = resolved ? target.st_mode & 0777 : 0;
+    /* The xattrs are read through a symlink: its target's, for w only
+     * when w may read that. */
+    int meta = !w || (link ? resolved && fsperm_path(w, real, &target, FSPERM_R)
+                           : fsperm_path(w, path, st, FSPERM_R));
     fsentry_permissions(st->st_mode, perm);
     if (buf_puts(b, "{\"name\": ") < 0 || jsonw_str(b, name, nlen, JSONW_SURROGATEESCAPE) < 0 ||
         buf_printf(b, ", \"type\": \"%s\", \"path\": ", fsentry_type(st->st_mode)) < 0 ||
@@ -200,20 +220,33 @@ int fsentry_json(struct buf *b, const char *path, const char *name, size_t nlen,
         jsonw_cstr(b, fsnames_get(names, st->st_gid, 1)) < 0 ||
         buf_puts(b, ", \"modifiedTime\": ") < 0 || fsentry_time(b, &st->st_mtim) < 0)
         return -1;
-    if (link && (buf_puts(b, ", \"symlinkTarget\": ") < 0 || symlink_target(b, path) < 0)) return -1;
-    if (metadata(b, path) < 0) return -1;
+    if (link && buf_puts(b, ", \"symlinkTarget\": ") < 0) return -1;
+    if (link && (!w ? symlink_target(b, path) : resolved ? jsonw_cstr(b, real) : link_text(b, path)) < 0)
+        return -1;
+    if (meta && metadata(b, path) < 0) return -1;
     return buf_putc(b, '}');
 }
 
-int fsentry_stat_json(struct buf *b, const char *path, struct fsnames *names)
+int fsentry_json(struct buf *b, const char *path, const char *name, size_t nlen,
+                 const struct stat *st, struct fsnames *names)
+{
+    return entry_json(b, path, name, nlen, st, names, NULL);
+}
+
+int fsentry_stat_json_as(struct buf *b, const char *path, struct fsnames *names, const struct fsperm_who *w)
 {
     struct stat st;
     if (lstat(path, &st) < 0) return -1;
     size_t nlen;
     const char *name = fs_last_name(path, &nlen);
-    if (fsentry_json(b, path, name, nlen, &st, names) < 0) {
+    if (entry_json(b, path, name, nlen, &st, names, w) < 0) {
         errno = ENOMEM;
         return -1;
     }
     return 0;
+}
+
+int fsentry_stat_json(struct buf *b, const char *path, struct fsnames *names)
+{
+    return fsentry_stat_json_as(b, path, names, NULL);
 }

@@ -60,4 +60,13 @@ int fsentry_json(struct buf *b, const char *path, const char *name, size_t nlen,
  * Returns 0, or -1 with errno (ENOMEM past b's bound). */
 int fsentry_stat_json(struct buf *b, const char *path, struct fsnames *names);
 
+/* The same, built by a process that is not the user w (a watch's events, in
+ * the loop as root) from only what w could see (agent/api/fsperm.h): the
+ * lstat of path (w may search its directory: the caller's to make sure), a
+ * symlink's target and its mode only as far as w may resolve it (else the
+ * link's text made absolute and mode 0, as for a dangling one), metadata
+ * only when w may read the file. w NULL: as the process itself. */
+struct fsperm_who;
+int fsentry_stat_json_as(struct buf *b, const char *path, struct fsnames *names, const struct fsperm_who *w);
+
 #endif

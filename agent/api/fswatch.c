@@ -1,7 +1,7 @@
 /*
  * fswatch.c - a watched directory of the filesystem API (see fswatch.h):
  * the check in a helper, the watcher service's ops turned into envd's
- * events and problems, and the watch's end.
+ * events and problems, what the user may look into, and the watch's end.
  */
 #include "agent/api/fswatch.h"
 #include "agent/api/fsjob.h"
@@ -50,8 +50,11 @@ static int32_t check_child(struct fsrpc_op *op, struct buf *out)
         return RPC_INVALID_ARGUMENT;
     }
     int fd = open(op->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
+    /* What is below it is looked into by the agent as root, which the
+     * user may do only when they may search it (fchdir needs that). */
+    if (fd < 0 || ((op->recursive || op->include_entry) && fchdir(fd) < 0)) {
         int e = errno;
+        if (fd >= 0) close(fd);
         buf_printf(out, "%s: %s", op->path, strerror(e));
         return fsrpc_code(e);
     }
@@ -131,7 +134,7 @@ static void one_event(struct fswatch *w, const char *type, int has_entry, const 
         memcpy(p, path, n);
         p[n] = '\0';
         /* Gone already (or unreadable): the event without its entry. */
-        if (buf_puts(b, ", \"entry\": ") < 0 || fsentry_stat_json(b, p, &w->names) < 0) b->len = mark;
+        if (buf_puts(b, ", \"entry\": ") < 0 || fsentry_stat_json_as(b, p, &w->names, w->who) < 0) b->len = mark;
         free(p);
     }
     if (buf_putc(b, '}') < 0) goto lost;
@@ -197,6 +200,16 @@ static void on_end(void *ctx, enum wsync_end why, const char *msg)
 
 static const struct wsync_ops ops = {on_event, on_lost, on_settling, on_drained, on_end};
 
+/* A directory below the watched one, open as fd (-1: the agent, not root,
+ * could not open it): the user may read and search it. Its ancestors in the
+ * watch were admitted, and the watched one checked as the user, so that is
+ * what their own opendir of it would decide. */
+static int admit(void *ctx, int fd, const struct stat *st)
+{
+    struct fswatch *w = ctx;
+    return fsperm_fd(w->who, fd, st, FSPERM_R | FSPERM_X);
+}
+
 /* ---- life -------------------------------------------------------------------- */
 
 static void on_free(struct ev_loop *loop, ev_timer *t, int revents)
@@ -206,13 +219,37 @@ static void on_free(struct ev_loop *loop, ev_timer *t, int revents)
     w->sync = NULL;
     free(w->root);
     free(w->gone);
+    free(w->who);
     buf_free(&w->scratch);
     w->freed = 1;
     if (w->free_owner) w->free_owner(w->owner);
 }
 
+/* Free what fswatch_start made, on its failure. */
+static void undo_start(struct fswatch *w)
+{
+    wsync_free(w->sync);
+    free(w->root);
+    free(w->gone);
+    free(w->who);
+    buf_free(&w->scratch);
+}
+
+/* For a user other than root, every directory below is admitted first. */
+static int set_user(struct fswatch *w, const struct user_info *user, char *err)
+{
+    if (user->uid == 0) return 0;
+    if (!(w->who = malloc(sizeof *w->who))) {
+        err_set(err, "out of memory");
+        return -1;
+    }
+    fsperm_who_of(user, w->who);
+    wsync_set_admit(w->sync, admit);
+    return 0;
+}
+
 int fswatch_start(struct fswatch *w, const char *root, int recursive, int include_entry,
-                  const struct fswatch_ops *fops, void *owner, char *err)
+                  const struct user_info *user, const struct fswatch_ops *fops, void *owner, char *err)
 {
     char why[ERR_LEN];
     memset(w, 0, sizeof *w);
@@ -226,17 +263,17 @@ int fswatch_start(struct fswatch *w, const char *root, int recursive, int includ
     w->free_w.data = w;
     if (!(w->root = strdup(root)) || !(w->sync = wsync_new(root, recursive, &ops, w, err))) {
         if (!w->root) err_set(err, "out of memory");
-        free(w->root);
-        buf_free(&w->scratch);
+        undo_start(w);
         return -1;
     }
     wsync_set_extra(w->sync, IN_ATTRIB);
+    if (set_user(w, user, err) < 0) {
+        undo_start(w);
+        return -1;
+    }
     if (wsync_start(w->sync, EV_DEFAULT, why) < 0) {
         err_set(err, "cannot watch %.150s: %s", root, why);
-        wsync_free(w->sync);
-        free(w->root);
-        free(w->gone);
-        buf_free(&w->scratch);
+        undo_start(w);
         return -1;
     }
     return 0;

@@ -13,14 +13,23 @@
  * (the watched directory deleted or moved, inotify failing).
  *
  * The directory is checked as the request's user in a helper (it exists, is
- * a directory the user may open, not on a network filesystem unless asked);
- * the inotify watches themselves are the agent's, in the loop.
+ * a directory the user may open - and search, for a recursive watch or one
+ * with entries - not on a network filesystem unless asked); the inotify
+ * watches themselves are the agent's, in the loop, as root. So that they
+ * show no more than the user could see, a directory below is watched and
+ * listed only when the user may read and search it (fsperm.h: its
+ * ancestors inside the watch were admitted the same way, so that is what
+ * the user's own opendir would say), asked again when its attributes
+ * change; one refused is left out silently, as `ls -R` leaves it out, and
+ * never a hole. An entry is built from what the user could see
+ * (fsentry_stat_json_as).
  */
 #ifndef SA_API_FSWATCH_H
 #define SA_API_FSWATCH_H
 
 #include "agent/api/connect.h"
 #include "agent/api/fsentry.h"
+#include "agent/api/fsperm.h"
 #include "agent/api/fsrpc.h"
 #include "agent/api/fsreq.h"
 #include "agent/core/buf.h"
@@ -48,6 +57,7 @@ struct fswatch {
     char *root;
     size_t root_len;
     int include_entry;
+    struct fsperm_who *who;  /* the request's user; NULL for root (everything) */
     int halted;
     struct fsnames names;
     struct buf scratch;      /* one event's JSON */
@@ -57,10 +67,10 @@ struct fswatch {
     void (*free_owner)(void *owner);
 };
 
-/* Watch root (absolute) from the loop. Returns 0, or -1 with a message in
- * err (nothing to free then). */
+/* Watch root (absolute) from the loop for user (what it may see). Returns
+ * 0, or -1 with a message in err (nothing to free then). */
 int fswatch_start(struct fswatch *w, const char *root, int recursive, int include_entry,
-                  const struct fswatch_ops *ops, void *owner, char *err);
+                  const struct user_info *user, const struct fswatch_ops *ops, void *owner, char *err);
 /* Report nothing more and free the watch from the loop, after whatever is
  * running now has returned; then free_owner(owner) when it is not NULL. A
  * second call (the watch already stopped) only frees the owner. */

@@ -149,7 +149,7 @@ static void on_checked(struct fsrpc_op *op, int32_t code, const char *data, size
      * it must not find a change missed. What goes wrong meanwhile (a
      * directory below that cannot be watched) waits until start is out. */
     s->starting = 1;
-    int r = fswatch_start(&s->w, op->path, op->recursive, op->include_entry, &stream_ops, s, err);
+    int r = fswatch_start(&s->w, op->path, op->recursive, op->include_entry, &op->user, &stream_ops, s, err);
     s->starting = 0;
     fsrpc_op_free(op);
     if (r < 0) {

@@ -125,30 +125,43 @@ static const struct fswatch_ops watcher_ops = {on_event, on_problem};
 
 /* ---- the RPCs ------------------------------------------------------------- */
 
+/* A new watcher for op's directory, answered with its id. */
+static void start_watcher(struct rpc_call *call, struct fsrpc_op *op)
+{
+    char err[ERR_LEN];
+    struct watcher *x = calloc(1, sizeof *x);
+    if (!x) {
+        rpc_fail(call, RPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    /* Before the first walk, which may report a hole already. */
+    buf_init(&x->events, FSWATCHER_EVENTS_MAX);
+    if (fswatch_start(&x->w, op->path, op->recursive, op->include_entry, &op->user, &watcher_ops, x, err) < 0) {
+        rpc_fail(call, RPC_INTERNAL, err);
+        buf_free(&x->events);
+        free(x);
+        return;
+    }
+    new_id(x->id);
+    x->next = all;
+    all = x;
+    count++;
+    char reply[64];
+    int len = snprintf(reply, sizeof reply, "{\"watcherId\": \"%s\"}", x->id);
+    rpc_reply(call, reply, (size_t)len);
+}
+
 static void on_checked(struct fsrpc_op *op, int32_t code, const char *data, size_t n)
 {
     struct rpc_call *call = op->call;
     char err[ERR_LEN];
-    struct watcher *x = NULL;
     if (code) {
         err_set(err, "%.*s", (int)(n < ERR_LEN ? n : ERR_LEN - 1), data);
         rpc_fail(call, code == FSJOB_FAILED ? RPC_INTERNAL : (enum rpc_code)code, err);
     } else if (count >= FSWATCHERS_MAX) {
         rpc_fail(call, RPC_RESOURCE_EXHAUSTED, "too many watchers (remove some with RemoveWatcher)");
-    } else if (!(x = calloc(1, sizeof *x))) {
-        rpc_fail(call, RPC_RESOURCE_EXHAUSTED, "out of memory");
-    } else if (fswatch_start(&x->w, op->path, op->recursive, op->include_entry, &watcher_ops, x, err) < 0) {
-        rpc_fail(call, RPC_INTERNAL, err);
-        free(x);
     } else {
-        buf_init(&x->events, FSWATCHER_EVENTS_MAX);
-        new_id(x->id);
-        x->next = all;
-        all = x;
-        count++;
-        char reply[64];
-        int len = snprintf(reply, sizeof reply, "{\"watcherId\": \"%s\"}", x->id);
-        rpc_reply(call, reply, (size_t)len);
+        start_watcher(call, op);
     }
     fsrpc_op_free(op);
 }

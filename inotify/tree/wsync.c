@@ -54,7 +54,8 @@ static int arm(struct wsync *s)
 {
     s->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (s->fd < 0) return -1;
-    int wd = inotify_add_watch(s->fd, s->root, WSYNC_ROOT_FLAGS | s->extra);
+    s->wextra = s->extra | (s->admit ? IN_ATTRIB : 0);
+    int wd = inotify_add_watch(s->fd, s->root, WSYNC_ROOT_FLAGS | s->wextra);
     if (wd < 0) {
         int e = errno;
         close(s->fd);
@@ -70,7 +71,7 @@ static int arm(struct wsync *s)
         return -1;
     }
     s->have_tree = 1;
-    s->t.extra = s->extra;
+    s->t.extra = s->wextra;
     s->relist_marks = 0;
     s->mover_next = 0;
     memset(s->movers, 0, sizeof s->movers);
@@ -165,14 +166,37 @@ static void moved_in(struct wsync *s, int wd, struct wnode *n, const char *name,
     new_dir(s, n, name, len); /* moved in from outside, or not m after all */
 }
 
-/* A reported event: deliver it, then follow a directory entry. */
+/* IN_ATTRIB of the subdirectory `name` of n: is it still admitted? One
+ * refused now, or that cannot be asked, is forgotten with its subtree: gone,
+ * or its path stale (it or a parent renamed: the rename's events, or n's
+ * listing again once they are read, find it and ask again). One not
+ * watched is asked as a new one. */
+static void readmit(struct wsync *s, struct wnode *n, const char *name, size_t len)
+{
+    struct wnode *c = wtree_child(&s->t, n, name, len);
+    if (!c) {
+        new_dir(s, n, name, len);
+        return;
+    }
+    struct stat st;
+    int fd = ws_open_node(s, c);
+    int ok = fd >= 0 && fstat(fd, &st) == 0 && s->admit(s->ctx, fd, &st);
+    if (fd >= 0) close(fd);
+    if (ok) return;
+    if (fd == WS_STALE) ws_mark_relist(s, n);
+    ws_drop(s, c, -1, 0);
+}
+
+/* A reported event: deliver it (unless it is watched for admit's sake
+ * only), then follow a directory entry. */
 static void report(struct wsync *s, int wd, const struct wev *e)
 {
-    ws_emit_at(s, e->mask, e->n, e->name, e->name_len, NULL);
+    if (e->mask & (WEV_REPORTED | s->extra)) ws_emit_at(s, e->mask, e->n, e->name, e->name_len, NULL);
     if (!e->subdir) return;
     if (e->mask & IN_MOVED_FROM) mover_mark(s, e->n, e->name, e->name_len, e->cookie);
     else if (e->mask & IN_MOVED_TO) moved_in(s, wd, e->n, e->name, e->name_len, e->cookie);
     else if (e->mask & IN_CREATE) new_dir(s, e->n, e->name, e->name_len);
+    else if ((e->mask & IN_ATTRIB) && s->admit) readmit(s, e->n, e->name, e->name_len);
 }
 
 static void on_event(struct wsync *s, const struct inotify_event *ev)
@@ -291,6 +315,8 @@ int wsync_start(struct wsync *s, struct ev_loop *loop, char *err)
 void wsync_halt(struct wsync *s) { s->halted = 1; }
 
 void wsync_set_extra(struct wsync *s, uint32_t events) { s->extra = events & WEV_OPTIONAL; }
+
+void wsync_set_admit(struct wsync *s, wsync_admit_fn admit) { s->admit = admit; }
 
 void wsync_free(struct wsync *s)
 {

@@ -8,7 +8,8 @@
  * forgets directories that leave it, and after a queue overflow starts over
  * with a fresh fd. Each event reaches the front-end as (mask, absolute path,
  * optional error) through the ops it supplies: how, when and where that is
- * written is the front-end's business. Never forks, never touches anything
+ * written is the front-end's business; which directories below ROOT it may
+ * look into, too (wsync_set_admit). Never forks, never touches anything
  * under ROOT.
  *
  * Bounds owned here: WSYNC_READ_BUF bytes of events per read, WSYNC_MAX_NODES
@@ -22,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define WSYNC_READ_BUF (256 * 1024)
 #define WSYNC_MAX_NODES (1u << 22)
@@ -66,6 +68,21 @@ int wsync_start(struct wsync *s, struct ev_loop *loop, char *err);
  * WEV_OPTIONAL bits only (others are ignored); they reach ops->event as the
  * others do. */
 void wsync_set_extra(struct wsync *s, uint32_t events);
+/* Before wsync_start: ask admit(ctx, fd, st) before watching or listing
+ * any directory below ROOT (fd: the directory, open; st: its fstat); 0
+ * leaves it alone - never watched, never listed, nothing reported from
+ * inside it - as though it could not be opened, but silently (its own
+ * event in its parent is reported as ever). One the service itself may not
+ * open (EACCES) is asked with fd -1 and its lstat: refused, it is left out
+ * as silently; admitted, the failure is reported. ROOT itself is not asked. A
+ * front-end that acts for someone else decides here what they may see.
+ * Since a permission can change, admit is asked again on each IN_ATTRIB of
+ * a subdirectory (watched for, reported only when asked for): one refused
+ * now is forgotten with everything below it; one not watched and admitted
+ * now is watched and listed, as a directory that appeared. Without a call
+ * everything is admitted (the `watch` mode). */
+typedef int (*wsync_admit_fn)(void *ctx, int fd, const struct stat *st);
+void wsync_set_admit(struct wsync *s, wsync_admit_fn admit);
 /* Handle what the kernel has queued now, without waiting. */
 void wsync_drain(struct wsync *s);
 /* Handle nothing more (safe from inside any op; the current step unwinds). */

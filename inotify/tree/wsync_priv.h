@@ -42,7 +42,9 @@ struct wsync {
     struct ev_loop *loop;
     int fd;
     int recursive;
-    uint32_t extra;        /* wsync_set_extra: more events on every watch */
+    uint32_t extra;        /* wsync_set_extra: more events reported */
+    uint32_t wextra;       /* more events on every watch: extra, and IN_ATTRIB for admit */
+    wsync_admit_fn admit;  /* wsync_set_admit, or NULL: everything */
     int mask_create;       /* kernel knows IN_MASK_CREATE (Linux 4.18) */
     int no_proc;           /* no /proc/self/fd: watches are added by path */
     char *root;
@@ -79,7 +81,8 @@ void ws_root_gone(struct wsync *s, const char *why);
  * checked fd) or, with pfd -1, through parent's checked path. Returns its
  * node, with *is_new = 1 when it was not watched before (then *fd_out, when
  * not NULL, gets the open directory to list, the caller's to close), or
- * NULL (gone, stale, not watchable: reported or marked as fits). */
+ * NULL (gone, stale, not watchable: reported or marked as fits; refused by
+ * the front-end's admit: silent). */
 struct wnode *ws_add_dir(struct wsync *s, struct wnode *parent, int pfd, const char *name, size_t len,
                          int *is_new, int *fd_out);
 int ws_place(struct wsync *s, struct wnode *n, struct wnode *parent, const char *name, size_t len);

@@ -57,8 +57,8 @@ struct wtree {
     struct wpend *pend_list;       /* the same entries, for wtree_free */
     size_t count;
     size_t max_nodes;
-    uint32_t extra;                /* events reported beyond WEV_REPORTED (wsync_set_extra;
-                                    * 0 after wtree_init) */
+    uint32_t extra;                /* events watched for beyond WEV_REPORTED (wsync_set_extra,
+                                    * wsync_set_admit; 0 after wtree_init) */
 };
 
 /* Empty tree whose root directory is spelt `root` (kept byte for byte: paths

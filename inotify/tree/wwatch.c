@@ -3,12 +3,15 @@
  * directory that appeared, recognising a directory watched already under
  * another name, following a rename only once the inode at the new name is
  * the one renamed, and dropping a subtree's watches with the IN_IGNORED each
- * one still owes. Decides, for every kernel answer, what the tree becomes.
+ * one still owes. Decides, for every kernel answer, what the tree becomes;
+ * asks the front-end's admit (wsync_set_admit) before a directory is watched.
  */
 #include "inotify/tree/wsync_priv.h"
 #include "agent/core/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -75,14 +78,14 @@ static int add_watch(struct wsync *s, int fd, const struct wnode *parent, const 
                      int *existing)
 {
     *existing = 0;
-    int wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->extra | (s->mask_create ? IN_MASK_CREATE : 0));
+    int wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->wextra | (s->mask_create ? IN_MASK_CREATE : 0));
     if (wd < 0 && errno == EINVAL && s->mask_create) {
         s->mask_create = 0; /* older kernel: the inode tells new from existing */
-        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->extra);
+        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->wextra);
     }
     if (wd < 0 && errno == EEXIST) {
         *existing = 1;
-        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->extra);
+        wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->wextra);
     }
     return wd;
 }
@@ -97,10 +100,24 @@ static void add_failed(struct wsync *s, const struct wnode *parent, const char *
     ws_emit_at(s, IN_Q_OVERFLOW, parent, name, len, msg);
 }
 
+/* The subdirectory name of pfd, which the agent may not open (EACCES): 1
+ * when the front-end's admit refuses it too, judged from its lstat alone
+ * (then the agent is the one admit speaks for, and it is left out as
+ * silently as one admit refuses). */
+static int refused_unopened(struct wsync *s, int pfd, const char *name, size_t len)
+{
+    char nm[NAME_MAX + 1];
+    struct stat st;
+    if (!s->admit || len > NAME_MAX) return 0;
+    memcpy(nm, name, len);
+    nm[len] = '\0';
+    return fstatat(pfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && !s->admit(s->ctx, -1, &st);
+}
+
 /* The subdirectory (parent, name), opened relative to pfd or, with pfd -1,
  * to parent's checked path. Returns the fd, or -1: nothing to watch (gone,
- * reported, or parent's path is stale: then parent is listed again once the
- * rename's events give it its new name). */
+ * reported, refused, or parent's path is stale: then parent is listed again
+ * once the rename's events give it its new name). */
 static int open_new(struct wsync *s, struct wnode *parent, int pfd, const char *name, size_t len, struct stat *st)
 {
     int own = pfd < 0;
@@ -111,8 +128,9 @@ static int open_new(struct wsync *s, struct wnode *parent, int pfd, const char *
     }
     int fd = ws_open_child(pfd, name, len, st);
     int e = errno;
+    int quiet = fd < 0 && e == EACCES && refused_unopened(s, pfd, name, len);
     if (own) close(pfd);
-    if (fd < 0) add_failed(s, parent, name, len, e);
+    if (fd < 0 && !quiet) add_failed(s, parent, name, len, e);
     return fd;
 }
 
@@ -183,6 +201,10 @@ struct wnode *ws_add_dir(struct wsync *s, struct wnode *parent, int pfd, const c
     struct stat st;
     int fd = open_new(s, parent, pfd, name, len, &st);
     if (fd < 0) return NULL;
+    if (s->admit && !s->admit(s->ctx, fd, &st)) {
+        close(fd); /* not for this front-end: as though absent */
+        return NULL;
+    }
     int existing;
     int wd = add_watch(s, fd, parent, name, len, &existing);
     struct wnode *n = NULL;

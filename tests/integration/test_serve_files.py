@@ -671,21 +671,6 @@ def test_watch_overflow_is_reported_not_silent(serve, tmp_path):
         s.close()
 
 
-def test_watch_of_an_unwatchable_subdirectory_is_reported(serve_as_nobody, pub):
-    root = os.path.join(pub, "w")
-    os.mkdir(root)
-    os.chmod(root, 0o777)
-    os.mkdir(os.path.join(root, "closed"), 0o700)  # root's: the agent (nobody) cannot watch it
-    a = serve_as_nobody()
-    s = a.client.stream("WatchDir", {"path": root, "recursive": True})
-    try:
-        assert s.next() == {"start": {}}
-        end = s.finish()
-        assert end["error"]["code"] == "internal" and "closed" in end["error"]["message"], end
-    finally:
-        s.close()
-
-
 # ---- the polling watchers ------------------------------------------------------------------
 
 def test_polling_watcher_events_overflow_marker_and_remove(fs, tmp_path):

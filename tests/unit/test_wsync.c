@@ -6,7 +6,10 @@
  * all before the service reads "a created" - by then the path a names a
  * later directory. Every bN must keep its subtree and its events under its
  * own name, and nothing be reported under a path that never held it; the
- * same with watches added by path (no /proc).
+ * same with watches added by path (no /proc). And a front-end's admission
+ * (wsync_set_admit): a refused directory is never watched or listed, in the
+ * first walk or when it appears, and a change of its attributes is
+ * followed both ways.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,11 +173,111 @@ static void test_renamed_and_recreated_without_proc(void **s)
     renamed_and_recreated(1);
 }
 
+/* ---- admission ------------------------------------------------------------ */
+
+/* The test's rule: a directory of mode 0711 is refused. */
+static int admit(void *ctx, int fd, const struct stat *st)
+{
+    (void)ctx;
+    assert_true(fd >= 0); /* root opens everything */
+    return (st->st_mode & 07777) != 0711;
+}
+
+static void chmod_at(const char *rel, mode_t mode)
+{
+    char p[160];
+    at(p, sizeof p, rel, 0);
+    assert_int_equal(chmod(p, mode), 0);
+}
+
+/* Something reported at or below rel. */
+static int any_under(const struct seen *c, const char *rel)
+{
+    char p[160];
+    at(p, sizeof p, rel, 0);
+    size_t n = strlen(p);
+    for (int i = 0; i < c->n; i++)
+        if (!strncmp(c->path[i], p, n) && c->path[i][n] == '/') return 1;
+    return 0;
+}
+
+static void test_admission_refuses_and_follows_attributes(void **s)
+{
+    (void)s;
+    strcpy(root, "/tmp/test_wsync.XXXXXX");
+    assert_non_null(mkdtemp(root));
+    mkdir_at("old", 0);
+    mkdir_at("old/x", 0);
+    touch_at("old/f", 0);
+    chmod_at("old", 0711);
+    struct seen *c = calloc(1, sizeof *c);
+    char err[ERR_LEN];
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct wsync *w = wsync_new(root, 1, &ops, c, err);
+    assert_non_null(w);
+    wsync_set_admit(w, admit); /* no IN_ATTRIB asked for: watched for admit, never reported */
+    assert_int_equal(wsync_start(w, loop, err), 0);
+
+    mkdir_at("shut", 0);
+    chmod_at("shut", 0711);
+    touch_at("shut/f", 0);
+    mkdir_at("open", 0);
+    touch_at("open/g", 0);
+    wsync_drain(w);
+    assert_true(has(c, IN_CREATE | IN_ISDIR, "shut", 0));
+    assert_true(has(c, IN_CREATE, "open/g", 0));
+    assert_false(any_under(c, "shut"));
+
+    chmod_at("shut", 0755); /* admitted now: watched and listed */
+    wsync_drain(w);
+    assert_true(has(c, IN_CREATE, "shut/f", 0));
+    touch_at("shut/h", 0);
+    wsync_drain(w);
+    assert_true(has(c, IN_CREATE, "shut/h", 0));
+
+    chmod_at("shut", 0711); /* refused again: forgotten */
+    int before = c->n;
+    touch_at("shut/i", 0);
+    touch_at("open/j", 0);
+    wsync_drain(w);
+    assert_false(has(c, IN_CREATE, "shut/i", 0));
+    assert_true(has(c, IN_CREATE, "open/j", 0));
+    assert_int_equal(c->n, before + 2); /* open/j's IN_CREATE and IN_CLOSE_WRITE only */
+
+    assert_false(any_under(c, "old"));
+    chmod_at("old", 0755);
+    wsync_drain(w);
+    assert_true(has(c, IN_CREATE | IN_ISDIR, "old/x", 0));
+    assert_true(has(c, IN_CREATE, "old/f", 0));
+
+    /* Changed, then its parent renamed, before the service reads: its path
+     * is stale when asked, so it is forgotten, and found again once the
+     * rename is read. */
+    chmod_at("old/x", 0750);
+    rename_at("old", "new%d", 0);
+    wsync_drain(w);
+    touch_at("new0/x/y", 0);
+    wsync_drain(w);
+    assert_true(has(c, IN_CREATE, "new0/x/y", 0));
+    for (int i = 0; i < c->n; i++) assert_false(c->mask[i] & (IN_ATTRIB | IN_Q_OVERFLOW));
+    assert_int_equal(c->lost, 0);
+    assert_int_equal(c->ended, 0);
+
+    wsync_free(w);
+    ev_loop_destroy(loop);
+    for (int i = 0; i < c->n; i++) free(c->path[i]);
+    free(c);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_renamed_and_recreated_before_read),
         cmocka_unit_test(test_renamed_and_recreated_without_proc),
+        cmocka_unit_test(test_admission_refuses_and_follows_attributes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

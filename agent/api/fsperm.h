@@ -1,0 +1,72 @@
+/*
+ * fsperm.h - what a request's user may do to a file, judged by the agent
+ * (root) from the inode, as the kernel would judge the user (README
+ * "sandbox-agent serve", watches): for the work a watch does in the loop as
+ * root - watching and listing the directories below the watched one,
+ * building the entries of its events - and must do only as far as the user
+ * could.
+ *
+ * The check is the kernel's generic_permission for a process with the
+ * user's uid, gid and groups and no capabilities: the owner's bits, else the
+ * POSIX access ACL (system.posix_acl_access) when there is one and the group
+ * class has any bit, else the group's bits for a member, else the others'.
+ * uid 0 may do everything (but execute a file no one may). Security
+ * modules (SELinux, AppArmor) are not consulted: what they refuse the user
+ * may still be shown.
+ *
+ * fsperm_allows and fsperm_acl are pure (tests/unit/test_fsperm.c); the
+ * rest reads the ACL or looks up a path, as root, never blocking on more
+ * than a stat.
+ */
+#ifndef SA_API_FSPERM_H
+#define SA_API_FSPERM_H
+
+#include "agent/proc/user.h"
+
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define FSPERM_R 4
+#define FSPERM_W 2
+#define FSPERM_X 1
+
+/* An ACL larger than this (some 1,000 entries) is not read: refused. */
+#define FSPERM_ACL_MAX 8192
+/* Symlinks followed in one lookup, as the kernel's MAXSYMLINKS. */
+#define FSPERM_HOPS_MAX 40
+
+/* Whom the check is for: a copy of a user_info's credentials. */
+struct fsperm_who {
+    uid_t uid;
+    gid_t gid;
+    size_t ngroups;
+    gid_t groups[USER_GROUPS_MAX];
+};
+
+void fsperm_who_of(const struct user_info *u, struct fsperm_who *w);
+
+/* want (FSPERM_R | W | X) on an inode of mode, owned by (uid, gid), whose
+ * access ACL is acl (n bytes, the xattr's value; NULL when it has none).
+ * Returns 1 when allowed, 0 when not (a malformed ACL is refused). Pure. */
+int fsperm_allows(const struct fsperm_who *w, mode_t mode, uid_t uid, gid_t gid, const void *acl, size_t n,
+                  int want);
+
+/* The ACL part alone (the caller is not the owner): 1, 0, or -1 malformed. */
+int fsperm_acl(const struct fsperm_who *w, gid_t file_gid, const void *acl, size_t n, int want);
+
+/* want on the file open as fd whose fstat is st (its ACL read from fd; fd
+ * -1: a file that could not be opened, refused when its ACL would matter). */
+int fsperm_fd(const struct fsperm_who *w, int fd, const struct stat *st, int want);
+/* want on the file at path (not followed) whose lstat is st. */
+int fsperm_path(const struct fsperm_who *w, const char *path, const struct stat *st, int want);
+
+/* What path (absolute) resolves to for w: every directory looked up in
+ * must let w search it, and a symlink met is followed (at most
+ * FSPERM_HOPS_MAX; in a sticky world-writable directory only one owned by
+ * w or the directory's owner, as with fs.protected_symlinks). Writes the
+ * resolved path (no symlink in it) into out (cap bytes). Returns 0, or -1
+ * with errno (EACCES, ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG). */
+int fsperm_resolve(const struct fsperm_who *w, const char *path, char *out, size_t cap);
+
+#endif
