@@ -61,9 +61,10 @@ static int file_child(void *arg)
 {
     const struct file *f = arg;
     struct fs_write_opts o = {.parents = 1};
+    struct fs_write_hooks h = {prepare, NULL, f->up};
     struct fs_err e;
     long long bytes;
-    if (fs_write_prepared(f->path, FSJOB_IN_FD0, &o, prepare, f->up, &bytes, &e) == 0)
+    if (fs_write_hooked(f->path, FSJOB_IN_FD0, &o, &h, &bytes, &e) == 0)
         return fsjob_reply(0, NULL, 0) < 0;
     char msg[1024];
     int n = e.at_fd ? snprintf(msg, sizeof msg, "reading the upload: %s", e.message)
