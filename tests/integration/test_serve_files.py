@@ -725,3 +725,52 @@ def test_polling_watcher_end_is_reported_once(fs, tmp_path):
     assert "gone" in evs[-1]["error"]
     assert fs.code_of("GetWatcherEvents", {"watcherId": wid}) == "failed_precondition"
     assert fs.call("RemoveWatcher", {"watcherId": wid}) == {}
+
+
+# ---- what E2B's SDKs expect of uploads, metadata and symlinks ------------------------------
+
+def kinds_of(evs, name):
+    return [e["type"][len("EVENT_TYPE_"):] for e in evs if e["name"] == name]
+
+
+def test_an_upload_is_a_write_to_watchers(fs, tmp_path):
+    """envd writes in place (O_CREAT, chown, write): a new file is CREATE,
+    CHMOD, WRITE and an overwrite CHMOD, WRITE. The agent's atomic rename of
+    its temporary file shows the same, never a bare CREATE."""
+    root = tmp_path / "w"
+    root.mkdir()
+    long = "L" * 230  # past the 200 bytes a temporary name keeps of it
+    s = fs.stream("WatchDir", {"path": str(root), "includeEntry": True})
+    try:
+        assert s.next() == {"start": {}}
+        assert fs.post_octet(str(root / "n.txt"), b"first")[0] == 200
+        assert fs.post_octet(str(root / "n.txt"), b"second")[0] == 200
+        assert fs.post_multipart([(str(root / long), b"x")])[0] == 200
+        fs.call("MakeDir", {"path": str(root / "fence")})
+        evs = s.events(lambda got: "fence" in creates(got))
+        assert kinds_of(evs, "n.txt") == ["CREATE", "CHMOD", "WRITE", "CHMOD", "WRITE"], evs
+        assert kinds_of(evs, long) == ["CREATE", "CHMOD", "WRITE"], evs
+        assert {e["name"] for e in evs} == {"n.txt", long, "fence"}, evs
+        assert all(e["entry"]["type"] == "FILE_TYPE_FILE" for e in evs if e["name"] == "n.txt"), evs
+    finally:
+        s.close()
+
+
+def test_an_upload_is_a_write_to_recursive_and_polling_watchers(fs, tmp_path):
+    """The 3 events the Python SDK's watch test counts, through
+    GetWatcherEvents, and in a directory below a recursive watch."""
+    root = tmp_path / "pw"
+    (root / "a/b").mkdir(parents=True)
+    wid = fs.call("CreateWatcher", {"path": str(root), "recursive": True})["watcherId"]
+    try:
+        assert fs.post_octet(str(root / "a/b/f.txt"), b"content")[0] == 200
+        assert fs.post_octet(str(root / "top.txt"), b"content")[0] == 200
+        fs.call("MakeDir", {"path": str(root / "fence")})
+        evs = []
+        wait_until(lambda: evs.extend(fs.call("GetWatcherEvents", {"watcherId": wid}).get("events", [])) or
+                   "fence" in creates(evs), what="the watcher's events")
+        assert kinds_of(evs, "a/b/f.txt") == ["CREATE", "CHMOD", "WRITE"], evs
+        assert kinds_of(evs, "top.txt") == ["CREATE", "CHMOD", "WRITE"], evs
+        assert {e["name"] for e in evs} == {"a/b/f.txt", "top.txt", "fence"}, evs
+    finally:
+        fs.call("RemoveWatcher", {"watcherId": wid})
