@@ -1,8 +1,16 @@
 /*
  * filewrite.c - an upload's head and its files (see fileput.h): what the
  * request asks for (Content-Type, Content-Encoding, the user and ?path=,
- * the X-Metadata-* headers), and one file's helper: the pipes, the child
- * that writes the file as the user with fs_write, and the duplicate check.
+ * the X-Metadata-* headers), and one file's helper: the pipe and the socket
+ * it is driven by, the child that writes the file as the user with
+ * fs_write_hooked, the duplicate check, and the clean-up after a helper
+ * that died mid-write.
+ *
+ * The helper tells the loop each temporary name on its verdict socket
+ * before the file of that name exists; the loop reads them only when the
+ * helper ended without a result (killed: it could not remove its file),
+ * and has the last one removed by another helper, as the same user, never
+ * by the agent itself.
  */
 #include "agent/api/fileput.h"
 #include "agent/api/filesrt.h"
@@ -11,21 +19,26 @@
 #include "agent/api/hparam.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
+#include "agent/core/log.h"
 #include "agent/core/protocol.h"
 #include "agent/files/files.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #define VERDICT_FD (FSJOB_IN_FD0 + 1)
 #define XATTR_NAME_LEN 255
+/* A temporary path as the helper tells it (fswrite.c's bound), with its NUL. */
+#define TMP_NAME_MAX (PATH_MAX + 64)
 
 /* ---- the helper (in the child) ------------------------------------------------ */
 
@@ -57,24 +70,40 @@ static int prepare(void *ctx, int fd, const char *replaced)
     return r == 1 && v == 'C' ? 0 : ECANCELED;
 }
 
+/* fs_write's named: the temporary path to the loop, NUL-terminated, without
+ * ever waiting (the loop reads it only if this helper dies). */
+static int named(void *ctx, const char *tmp)
+{
+    (void)ctx;
+    size_t n = strlen(tmp) + 1;
+    ssize_t w = send(VERDICT_FD, tmp, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return w == (ssize_t)n ? 0 : w < 0 ? errno : EAGAIN;
+}
+
+static int fail_message(const struct file *f, const struct fs_err *e, char *msg, size_t cap, int *status)
+{
+    *status = e->errnum == ECANCELED ? 499 : files_status(e->errnum);
+    if (e->at_fd) return snprintf(msg, cap, "reading the upload: %s", e->message);
+    return snprintf(msg, cap, "%s: %s", e->path ? e->path : f->path,
+                    e->errnum == ENOTSUP ? "extended attributes (metadata) not supported here" : e->message);
+}
+
 static int file_child(void *arg)
 {
     const struct file *f = arg;
     struct fs_write_opts o = {.parents = 1};
-    struct fs_write_hooks h = {prepare, NULL, f->up};
+    struct fs_write_hooks h = {prepare, named, f->up};
     struct fs_err e;
     long long bytes;
-    if (fs_write_hooked(f->path, FSJOB_IN_FD0, &o, &h, &bytes, &e) == 0)
-        return fsjob_reply(0, NULL, 0) < 0;
+    if (fs_write_hooked(f->path, FSJOB_IN_FD0, &o, &h, &bytes, &e) == 0) return fsjob_reply(0, NULL, 0) < 0;
     char msg[1024];
-    int n = e.at_fd ? snprintf(msg, sizeof msg, "reading the upload: %s", e.message)
-                    : snprintf(msg, sizeof msg, "%s: %s", e.path ? e.path : f->path,
-                               e.errnum == ENOTSUP ? "extended attributes (metadata) not supported here"
-                                                   : e.message);
+    int status;
+    int n = fail_message(f, &e, msg, sizeof msg, &status);
     if (n >= (int)sizeof msg) n = (int)sizeof msg - 1;
-    int status = e.errnum == ECANCELED ? 499 : files_status(e.errnum);
     return fsjob_reply(status, msg, (size_t)n) < 0;
 }
+
+static int unlink_child(void *arg) { return unlink(arg) < 0 && errno != ENOENT; }
 
 /* ---- one file (in the loop) ---------------------------------------------------- */
 
@@ -108,18 +137,20 @@ void put_seen_free(struct put *up)
     htab_free(&up->seen);
 }
 
-/* The helper with its two pipes: data (fd 4) and verdict (fd 5). */
+/* The helper with its data pipe (fd 4) and verdict socket (fd 5: the
+ * verdict to it, its temporary names from it). */
 static int spawn(struct put *up, struct file *f, char *err)
 {
     int d[2], v[2];
     if (pipe2(d, O_CLOEXEC) < 0) goto fail_errno;
-    if (pipe2(v, O_CLOEXEC) < 0) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, v) < 0) {
         close(d[0]);
         close(d[1]);
         goto fail_errno;
     }
     (void)fcntl(d[1], F_SETPIPE_SZ, PUT_PIPE_SIZE); /* fewer wake-ups when allowed */
     io_set_nonblock(d[1], 1);
+    io_set_nonblock(v[1], 1);
     struct fsjob_opts o = {.user = &up->u, .fn = file_child, .arg = f, .in_fds = {d[0], v[0]}, .nin = 2};
     f->job = fsjob_start(EV_DEFAULT, &o, err);
     close(d[0]);
@@ -130,6 +161,43 @@ static int spawn(struct put *up, struct file *f, char *err)
 fail_errno:
     err_set(err, "cannot make a pipe: %s", strerror(errno));
     return -1;
+}
+
+/* The last whole temporary path the helper told, into out (TMP_NAME_MAX
+ * bytes; "" when none). Reads what is there now, never waits. */
+static void last_tmp_name(int fd, char *out)
+{
+    char chunk[4096], cur[TMP_NAME_MAX];
+    size_t len = 0;
+    int over = 0;
+    ssize_t r;
+    out[0] = '\0';
+    while (fd >= 0 && (r = recv(fd, chunk, sizeof chunk, MSG_DONTWAIT)) > 0) {
+        for (ssize_t i = 0; i < r; i++) {
+            if (chunk[i] == '\0') {
+                if (!over) memcpy(out, cur, len), out[len] = '\0';
+                len = 0, over = 0;
+            } else if (len + 1 < sizeof cur) {
+                cur[len++] = chunk[i];
+            } else {
+                over = 1;
+            }
+        }
+    }
+}
+
+void put_file_reap(struct put *up, struct file *f)
+{
+    char tmp[TMP_NAME_MAX], err[ERR_LEN];
+    last_tmp_name(f->verdict_fd, tmp);
+    size_t n;
+    const char *name = fs_last_name(tmp, &n), *t;
+    enum fs_tmp_kind k = tmp[0] == '/' ? fs_tmp_kind(name, n, &t, &n) : FS_TMP_NONE;
+    if (k != FS_TMP_NEW && k != FS_TMP_REPLACES) return; /* none told, or not a write's */
+    struct fsjob_opts o = {.user = &up->u, .fn = unlink_child, .arg = tmp};
+    struct fsjob *j = fsjob_start(EV_DEFAULT, &o, err);
+    if (!j) log_warn("upload: cannot remove the temporary file of a helper that died: %s", err);
+    fsjob_detach(j);
 }
 
 int put_file_start(struct put *up, const char *path)

@@ -774,3 +774,43 @@ def test_an_upload_is_a_write_to_recursive_and_polling_watchers(fs, tmp_path):
         assert {e["name"] for e in evs} == {"a/b/f.txt", "top.txt", "fence"}, evs
     finally:
         fs.call("RemoveWatcher", {"watcherId": wid})
+
+
+def uid_of(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+    except OSError:
+        return None
+
+
+def test_a_killed_upload_helper_leaves_no_temp_file(serve, pub):
+    """A process of the user may SIGKILL the helper that writes their
+    upload: the agent has its temporary file removed, the old file stays,
+    and the client gets an error."""
+    a = serve()
+    t = os.path.join(pub, "keep")
+    with open(t, "wb") as f:
+        f.write(b"old")
+    os.chown(t, NOBODY, NOBODY)
+    head = b"POST " + a.client.query(t, user="nobody").encode() + b" HTTP/1.1\r\nHost: a\r\n" \
+        b"Content-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n"
+    s = raw_upload(a.sock, head, [b"n" * 100000])
+    try:
+        wait_until(lambda: temp_files(pub) != [], what="the upload's temporary file")
+        helpers = [p for p in children(a.proc.pid) if uid_of(p) == NOBODY]
+        assert len(helpers) == 1, helpers
+        os.kill(helpers[0], signal.SIGKILL)
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            piece = s.recv(65536)
+            assert piece, reply
+            reply += piece
+        assert reply.startswith(b"HTTP/1.1 5"), reply
+        wait_until(lambda: temp_files(pub) == [], timeout=15, what="the temporary file to be removed")
+        with open(t, "rb") as f:
+            assert f.read() == b"old"
+        # The agent goes on serving uploads.
+        assert a.client.post_octet(t, b"new", user="nobody")[0] == 200
+    finally:
+        s.close()
