@@ -26,6 +26,9 @@
 #define PUT_REPLY_MAX (SERVE_BODY_MAX - 64)
 /* The pipe to a helper is made this large when the kernel allows. */
 #define PUT_PIPE_SIZE (1024 * 1024)
+/* The kernel's bound on an extended attribute's name (XATTR_NAME_MAX); its
+ * bound on a value is FSENTRY_XATTR_VALUE_MAX (XATTR_SIZE_MAX). */
+#define PUT_XATTR_NAME_MAX 255
 
 struct put_meta {
     char *name;     /* "user.e2b.<key, lowercased>" */
@@ -95,5 +98,9 @@ void put_seen_free(struct put *up);
 /* The helper of f ended without a result (killed): have the temporary file
  * it told of removed, as the upload's user. */
 void put_file_reap(struct put *up, struct file *f);
+/* An X-Metadata-KEY header with a KEY of klen bytes and a value of vlen
+ * bytes fits an extended attribute (the kernel's bounds): 0, or -1 with
+ * *why saying which bound it passes. */
+int put_meta_check(size_t klen, size_t vlen, const char **why);
 
 #endif

@@ -1,10 +1,10 @@
 /*
  * filewrite.c - an upload's head and its files (see fileput.h): what the
  * request asks for (Content-Type, Content-Encoding, the user and ?path=,
- * the X-Metadata-* headers), and one file's helper: the pipe and the socket
- * it is driven by, the child that writes the file as the user with
- * fs_write_hooked, the duplicate check, and the clean-up after a helper
- * that died mid-write.
+ * the X-Metadata-* headers, checked against the bounds of an extended
+ * attribute), and one file's helper: the pipe and the socket it is driven
+ * by, the child that writes the file as the user with fs_write_hooked, the
+ * duplicate check, and the clean-up after a helper that died mid-write.
  *
  * The helper tells the loop each temporary name on its verdict socket
  * before the file of that name exists; the loop reads them only when the
@@ -32,37 +32,45 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #define VERDICT_FD (FSJOB_IN_FD0 + 1)
-#define XATTR_NAME_LEN 255
 /* A temporary path as the helper tells it (fswrite.c's bound), with its NUL. */
 #define TMP_NAME_MAX (PATH_MAX + 64)
+/* fsetxattr's ENOSPC with this much room left on the filesystem is the
+ * filesystem's bound on attributes, not a full disk. */
+#define XATTR_ROOM_MIN (1024u * 1024u)
 
 /* ---- the helper (in the child) ------------------------------------------------ */
 
-/* The replaced file's metadata carries over, as envd's in-place write
- * keeps it; what this upload sets comes on top. */
-static void copy_old_meta(const char *replaced, int fd)
+/* The value fsetxattr refused, for the message. */
+static const struct put_meta *refused;
+
+/* E2BIG when the filesystem refused a value for its size (ext4 keeps about
+ * 4 KiB of attributes per file, and says ENOSPC even with the disk far from
+ * full), else en. */
+static int xattr_errno(int fd, int en, size_t vlen)
 {
-    static char names[FSENTRY_XATTR_LIST_MAX], value[FSENTRY_XATTR_VALUE_MAX];
-    ssize_t n = listxattr(replaced, names, sizeof names);
-    size_t plen = strlen(FSENTRY_XATTR_PREFIX);
-    for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
-        if (strncmp(names + i, FSENTRY_XATTR_PREFIX, plen) != 0) continue;
-        ssize_t v = getxattr(replaced, names + i, value, sizeof value);
-        if (v >= 0) fsetxattr(fd, names + i, value, (size_t)v, 0);
-    }
+    struct statvfs sv;
+    if (en == ERANGE) return E2BIG;
+    if (en != ENOSPC || fstatvfs(fd, &sv) < 0) return en;
+    unsigned long long room = (unsigned long long)(geteuid() == 0 ? sv.f_bfree : sv.f_bavail) * sv.f_frsize;
+    return room >= vlen + XATTR_ROOM_MIN ? E2BIG : en;
 }
 
-/* fs_write's prepare: the metadata, then the verdict. */
+/* fs_write's prepare: the metadata (exactly this upload's: a replaced file's
+ * attributes go with it), then the verdict. */
 static int prepare(void *ctx, int fd, const char *replaced)
 {
     const struct put *up = ctx;
-    if (replaced) copy_old_meta(replaced, fd);
+    (void)replaced;
     for (size_t i = 0; i < up->nmeta; i++)
-        if (fsetxattr(fd, up->meta[i].name, up->meta[i].value, up->meta[i].vlen, 0) < 0) return errno;
+        if (fsetxattr(fd, up->meta[i].name, up->meta[i].value, up->meta[i].vlen, 0) < 0) {
+            refused = &up->meta[i];
+            return xattr_errno(fd, errno, up->meta[i].vlen);
+        }
     char v = 0;
     ssize_t r;
     do r = read(VERDICT_FD, &v, 1);
@@ -82,8 +90,15 @@ static int named(void *ctx, const char *tmp)
 
 static int fail_message(const struct file *f, const struct fs_err *e, char *msg, size_t cap, int *status)
 {
+    size_t plen = strlen(FSENTRY_XATTR_PREFIX);
     *status = e->errnum == ECANCELED ? 499 : files_status(e->errnum);
     if (e->at_fd) return snprintf(msg, cap, "reading the upload: %s", e->message);
+    if (refused && e->errnum == E2BIG) {
+        *status = 400;
+        return snprintf(msg, cap, "%s: metadata %.100s: a value of %zu bytes is more than this filesystem keeps "
+                        "in an extended attribute (at most %u bytes, ext4 about 4 KiB per file)",
+                        f->path, refused->name + plen, refused->vlen, FSENTRY_XATTR_VALUE_MAX);
+    }
     return snprintf(msg, cap, "%s: %s", e->path ? e->path : f->path,
                     e->errnum == ENOTSUP ? "extended attributes (metadata) not supported here" : e->message);
 }
@@ -242,7 +257,8 @@ void put_meta_free(struct put *up)
     free(up->meta);
 }
 
-/* X-Metadata-<key>: <value> headers, as user.e2b.<key in lower case>. */
+/* X-Metadata-<key>: <value> headers, as user.e2b.<key in lower case>,
+ * within what one extended attribute can hold. */
 static int read_meta(struct put *up, const char **why)
 {
     const struct httpreq *r = conn_req(up->c);
@@ -254,14 +270,26 @@ static int read_meta(struct put *up, const char **why)
         httpreq_header_at(r, i, &name, &value);
         if (strncasecmp(name, HEADER_METADATA_PREFIX, plen) != 0) continue;
         const char *key = name + plen;
-        size_t klen = strlen(key), xlen = strlen(FSENTRY_XATTR_PREFIX) + klen;
-        if (!klen || xlen > XATTR_NAME_LEN) return *why = "a metadata key is empty or too long", -1;
+        size_t klen = strlen(key), vlen = strlen(value);
+        if (put_meta_check(klen, vlen, why) < 0) return -1;
+        size_t xlen = strlen(FSENTRY_XATTR_PREFIX) + klen;
         struct put_meta *m = &up->meta[up->nmeta++];
         if (!(m->name = malloc(xlen + 1)) || !(m->value = strdup(value))) return *why = "out of memory", -1;
         memcpy(m->name, FSENTRY_XATTR_PREFIX, xlen - klen);
         for (size_t k = 0; k <= klen; k++) m->name[xlen - klen + k] = (char)tolower((unsigned char)key[k]);
-        m->vlen = strlen(value);
+        m->vlen = vlen;
     }
+    return 0;
+}
+
+int put_meta_check(size_t klen, size_t vlen, const char **why)
+{
+    if (!klen) return *why = "a metadata key (X-Metadata-KEY) is empty", -1;
+    if (strlen(FSENTRY_XATTR_PREFIX) + klen > PUT_XATTR_NAME_MAX)
+        return *why = "a metadata key is longer than 246 bytes (an extended attribute's name, "
+                      "user.e2b.KEY, is at most 255)", -1;
+    if (vlen > FSENTRY_XATTR_VALUE_MAX)
+        return *why = "a metadata value is longer than 65536 bytes (an extended attribute's value is at most 65536)", -1;
     return 0;
 }
 

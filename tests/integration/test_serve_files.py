@@ -349,9 +349,9 @@ def test_upload_metadata_round_trip(fs, tmp_path):
     assert st == 200 and out[0]["metadata"] == {"owner-team": "Blue Team", "k": "v"}
     assert os.getxattr(p, "user.e2b.owner-team") == b"Blue Team" and os.getxattr(p, "user.e2b.k") == b"v"
     assert fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"owner-team": "Blue Team", "k": "v"}
-    # Replacing the file keeps what is not set again.
+    # Replacing the file: its metadata is exactly what the new upload says.
     st, _ = fs.post_octet(str(p), b"m2", headers={"X-Metadata-k": "w"})
-    assert fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"owner-team": "Blue Team", "k": "w"}
+    assert fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"k": "w"}
     listed = fs.call("ListDir", {"path": str(tmp_path)})["entries"]
     assert listed[0]["metadata"]["k"] == "w"
 
@@ -774,6 +774,45 @@ def test_an_upload_is_a_write_to_recursive_and_polling_watchers(fs, tmp_path):
         assert {e["name"] for e in evs} == {"a/b/f.txt", "top.txt", "fence"}, evs
     finally:
         fs.call("RemoveWatcher", {"watcherId": wid})
+
+
+def test_overwriting_without_metadata_clears_it(fs, tmp_path):
+    p = tmp_path / "m.txt"
+    st, out = fs.post_octet(str(p), b"one", headers={"X-Metadata-Team": "blue", "X-Metadata-k": "v"})
+    assert st == 200 and out[0]["metadata"] == {"team": "blue", "k": "v"}
+    st, out = fs.post_octet(str(p), b"two")
+    assert st == 200 and "metadata" not in out[0], out
+    assert "metadata" not in fs.call("Stat", {"path": str(p)})["entry"]
+    assert "metadata" not in fs.call("ListDir", {"path": str(tmp_path)})["entries"][0]
+    assert [n for n in os.listxattr(p) if n.startswith("user.e2b.")] == []
+    # Multipart too, and a new set replaces the old one whole.
+    fs.post_octet(str(p), b"three", headers={"X-Metadata-a": "1"})
+    st, out = fs.post_multipart([(str(p), b"four")], headers={"X-Metadata-b": "2"})
+    assert st == 200 and fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"b": "2"}
+    assert p.read_bytes() == b"four"
+
+
+def test_metadata_too_large_for_an_extended_attribute_is_400(fs, tmp_path):
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"")
+    try:
+        os.setxattr(probe, "user.e2b.big", b"v" * 10000)
+        pytest.skip("this filesystem keeps a 10000-byte attribute (ext4 keeps about 4 KiB)")
+    except OSError:
+        pass
+    t = tmp_path / "keep"
+    t.write_bytes(b"old")
+    for path in (t, tmp_path / "new"):
+        st, out = fs.post_octet(str(path), b"data", headers={"X-Metadata-Big": "v" * 10000})
+        assert st == 400 and out["code"] == 400, out
+        assert "big" in out["message"] and "extended attribute" in out["message"], out
+    assert t.read_bytes() == b"old" and not (tmp_path / "new").exists()
+    assert temp_files(tmp_path) == []
+    st, out = fs.post_octet(str(t), b"data", headers={"X-Metadata-" + "k" * 247: "v"})
+    assert st == 400 and "255" in out["message"], out
+    # What fits is kept.
+    st, out = fs.post_octet(str(t), b"data", headers={"X-Metadata-Fits": "v" * 2000})
+    assert st == 200 and len(os.getxattr(t, "user.e2b.fits")) == 2000, out
 
 
 def uid_of(pid):
