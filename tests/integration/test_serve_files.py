@@ -94,7 +94,7 @@ def test_stat_fills_entry_info_as_envd(fs, tmp_path):
 
     os.symlink("a.txt", tmp_path / "link")
     ln = fs.call("Stat", {"path": str(tmp_path / "link")})["entry"]
-    assert ln["type"] == "FILE_TYPE_SYMLINK" and ln["symlinkTarget"] == str(f)
+    assert ln["type"] == "FILE_TYPE_FILE" and ln["symlinkTarget"] == str(f)  # its target's type, as envd
     assert ln["permissions"].startswith("L") and ln["mode"] == 0o644
 
     os.mkfifo(tmp_path / "fifo")
@@ -851,5 +851,48 @@ def test_a_killed_upload_helper_leaves_no_temp_file(serve, pub):
             assert f.read() == b"old"
         # The agent goes on serving uploads.
         assert a.client.post_octet(t, b"new", user="nobody")[0] == 200
+    finally:
+        s.close()
+
+
+def test_a_symlink_is_its_targets_type(fs, tmp_path):
+    f = tmp_path / "f"
+    f.write_bytes(b"data")
+    os.chmod(f, 0o640)
+    d = tmp_path / "d"
+    (d / "inside").mkdir(parents=True)
+    os.mkfifo(tmp_path / "fifo")
+    for name, to in (("lf", "f"), ("ld", str(d)), ("dangling", "missing"), ("loop", "loop"), ("lfifo", "fifo")):
+        os.symlink(to, tmp_path / name)
+
+    def stat(name):
+        return fs.call("Stat", {"path": str(tmp_path / name)})["entry"]
+
+    lf = stat("lf")
+    assert (lf["type"], lf["symlinkTarget"], lf["mode"]) == ("FILE_TYPE_FILE", str(f), 0o640), lf
+    assert lf["permissions"] == "Lrwxrwxrwx" and lf["size"] == "1"  # the link's own
+    ld = stat("ld")
+    assert (ld["type"], ld["symlinkTarget"], ld["mode"]) == ("FILE_TYPE_DIRECTORY", str(d), 0o755), ld
+    # What cannot be followed is UNSPECIFIED (SDKs of any age parse it), the link's own bits.
+    for name in ("dangling", "loop"):
+        e = stat(name)
+        assert (e["type"], e["mode"], e["permissions"]) == ("FILE_TYPE_UNSPECIFIED", 0o777, "Lrwxrwxrwx"), e
+    assert stat("dangling")["symlinkTarget"] == str(tmp_path / "missing")
+    assert stat("lfifo")["type"] == "FILE_TYPE_UNSPECIFIED"
+    # ListDir reports the same and still never walks into a link to a directory.
+    listed = fs.call("ListDir", {"path": str(tmp_path), "depth": 3})["entries"]
+    types = {os.path.relpath(e["path"], tmp_path): e["type"] for e in listed}
+    assert types["lf"] == "FILE_TYPE_FILE" and types["ld"] == "FILE_TYPE_DIRECTORY", types
+    assert "d/inside" in types and not any(p.startswith("ld/") for p in types), types
+    # A watch's entry too.
+    root = tmp_path / "w"
+    root.mkdir()
+    s = fs.stream("WatchDir", {"path": str(root), "includeEntry": True})
+    try:
+        assert s.next() == {"start": {}}
+        os.symlink(str(f), root / "link")
+        evs = s.events(lambda got: "link" in creates(got))
+        e = next(e for e in evs if e["name"] == "link")["entry"]
+        assert e["type"] == "FILE_TYPE_FILE" and e["symlinkTarget"] == str(f), e
     finally:
         s.close()
