@@ -289,7 +289,8 @@ int put_meta_check(size_t klen, size_t vlen, const char **why)
         return *why = "a metadata key is longer than 246 bytes (an extended attribute's name, "
                       "user.e2b.KEY, is at most 255)", -1;
     if (vlen > FSENTRY_XATTR_VALUE_MAX)
-        return *why = "a metadata value is longer than 65536 bytes (an extended attribute's value is at most 65536)", -1;
+        return *why = "a metadata value is longer than 65536 bytes (an extended attribute's value "
+                      "is at most 65536)", -1;
     return 0;
 }
 
