@@ -191,12 +191,20 @@ static int tmp_name(char *out, const char *target, int replaces)
     return 0;
 }
 
-/* Create the temporary file (into tmp_path, told to the hook first) under a
- * fresh name: *fd, or an errno value. */
-static int create_tmp(const struct target *t, const struct fs_write_hooks *h, int *fd)
+/* Something is at the target's name: the rename will replace it. */
+static int name_taken(const struct target *t)
 {
+    struct stat st;
+    return lstat(t->path, &st) == 0;
+}
+
+/* Create the temporary file (into tmp_path, told to the hook first) under a
+ * fresh name marked with *replaces (name_taken now): *fd, or an errno value. */
+static int create_tmp(const struct target *t, const struct fs_write_hooks *h, int *fd, int *replaces)
+{
+    *replaces = name_taken(t);
     for (int i = 0; i < TMP_TRIES; i++) {
-        if (tmp_name(tmp_path, t->path, t->exists) < 0) return ENAMETOOLONG;
+        if (tmp_name(tmp_path, t->path, *replaces) < 0) return ENAMETOOLONG;
         int en = h->named ? h->named(h->ctx, tmp_path) : 0;
         if (en) return en;
         *fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
@@ -206,15 +214,15 @@ static int create_tmp(const struct target *t, const struct fs_write_hooks *h, in
     return EEXIST;
 }
 
-/* Just before the rename into place: when the target came or went since the
- * file was named, the other mark. A failure costs the watchers only the
- * exact event type, so it is not one (the hook is told the name kept). */
-static void remark(const struct target *t, const struct fs_write_hooks *h)
+/* Just before the rename into place: when something came to the target's
+ * name or left it since the file was named, the other mark. A failure
+ * costs the watchers only the exact event type, so it is not one (the hook
+ * is told the name kept). */
+static void remark(const struct target *t, const struct fs_write_hooks *h, int replaces)
 {
-    struct stat st;
-    int now = lstat(t->path, &st) == 0;
+    int now = name_taken(t);
     static char other[TMP_PATH_MAX];
-    if (now == t->exists || tmp_name(other, t->path, now) < 0) return;
+    if (now == replaces || tmp_name(other, t->path, now) < 0) return;
     if (h->named && h->named(h->ctx, other) != 0) return;
 #ifdef SYS_renameat2
     if (syscall(SYS_renameat2, AT_FDCWD, tmp_path, AT_FDCWD, other, RENAME_NOREPLACE) == 0) {
@@ -231,11 +239,11 @@ static int write_atomic(const char *path, const struct target *t, int in_fd,
 {
     /* Beside the target, so the rename stays within one filesystem. */
     guard_signals(o, 1);
-    int fd = -1, read_side = 0;
-    int en = create_tmp(t, h, &fd);
+    int fd = -1, read_side = 0, replaces;
+    int en = create_tmp(t, h, &fd, &replaces);
     if (!en) {
         en = fill_tmp(fd, in_fd, path, t, o, h, bytes, &read_side);
-        if (!en) remark(t, h);
+        if (!en) remark(t, h, replaces);
         if (!en && rename(tmp_path, t->path) < 0) en = errno;
         if (en) unlink(tmp_path);
     }

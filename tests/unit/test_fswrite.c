@@ -1,7 +1,8 @@
 /*
  * test_fswrite.c - the atomic write's temporary file (agent/files/fswrite.c):
- * its name carries whether it replaces a file, the named hook hears every
- * name before the file exists, a refusing hook aborts the write, and
+ * its name carries whether it replaces a file (and is marked again when
+ * that changed meanwhile), the named hook hears every name before the file
+ * exists, a refusing hook aborts the write, and
  * nothing is left beside the target either way.
  */
 #include <setjmp.h>
@@ -49,6 +50,16 @@ static int temp_files(void)
     return n;
 }
 
+/* A prepare that makes the target meanwhile, as another writer could. */
+static const char *made_meanwhile;
+
+static int make_target(void *ctx, int fd, const char *replaced)
+{
+    (void)ctx, (void)fd, (void)replaced;
+    if (made_meanwhile) close(open(made_meanwhile, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    return 0;
+}
+
 /* Write "data" to path through the hooks from a pipe. */
 static int write_via(const char *path, struct heard *h, struct fs_err *e)
 {
@@ -57,7 +68,7 @@ static int write_via(const char *path, struct heard *h, struct fs_err *e)
     assert_int_equal(write(p[1], "data", 4), 4);
     close(p[1]);
     struct fs_write_opts o = {0};
-    struct fs_write_hooks hooks = {NULL, named, h};
+    struct fs_write_hooks hooks = {make_target, named, h};
     long long bytes;
     int r = fs_write_hooked(path, p[0], &o, &hooks, &bytes, e);
     close(p[0]);
@@ -98,6 +109,23 @@ static void test_marks(void **s)
     unlink(path);
 }
 
+static void test_remarked(void **s)
+{
+    (void)s;
+    char path[256];
+    snprintf(path, sizeof path, "%s/late.txt", dir);
+    struct heard h = {0};
+    struct fs_err e;
+    made_meanwhile = path; /* the target appears while the file is written */
+    assert_int_equal(write_via(path, &h, &e), 0);
+    made_meanwhile = NULL;
+    assert_int_equal(h.n, 2);
+    assert_int_equal(kind_of(h.names[0]), FS_TMP_NEW);
+    assert_int_equal(kind_of(h.names[1]), FS_TMP_REPLACES); /* renamed to the other mark first */
+    assert_int_equal(temp_files(), 0);
+    unlink(path);
+}
+
 static void test_refusal(void **s)
 {
     (void)s;
@@ -128,6 +156,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_marks),
+        cmocka_unit_test(test_remarked),
         cmocka_unit_test(test_refusal),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
