@@ -95,8 +95,8 @@ void put_watch_pipe(struct put *up, int fd);
 int put_file_start(struct put *up, const char *path);
 void put_meta_free(struct put *up);
 void put_seen_free(struct put *up);
-/* The helper of f ended without a result (killed): have the temporary file
- * it told of removed, as the upload's user. */
+/* The helper of f ended without a result (killed): have the temporary
+ * files it told of removed, as the upload's user. */
 void put_file_reap(struct put *up, struct file *f);
 /* An X-Metadata-KEY header with a KEY of klen bytes and a value of vlen
  * bytes fits an extended attribute (the kernel's bounds): 0, or -1 with

@@ -6,11 +6,11 @@
  * by, the child that writes the file as the user with fs_write_hooked, the
  * duplicate check, and the clean-up after a helper that died mid-write.
  *
- * The helper tells the loop each temporary name on its verdict socket
- * before the file of that name exists; the loop reads them only when the
- * helper ended without a result (killed: it could not remove its file),
- * and has the last one removed by another helper, as the same user, never
- * by the agent itself.
+ * The helper tells each temporary name on its verdict socket before the
+ * file of that name exists. The loop never reads them: when the helper
+ * ended without a result (killed: it could not remove its file), another
+ * helper, as the same user, reads what it told from the socket and removes
+ * those files; never the agent itself.
  */
 #include "agent/api/fileput.h"
 #include "agent/api/filesrt.h"
@@ -118,7 +118,41 @@ static int file_child(void *arg)
     return fsjob_reply(status, msg, (size_t)n) < 0;
 }
 
-static int unlink_child(void *arg) { return unlink(arg) < 0 && errno != ENOENT; }
+/* One told name: removed when it is an atomic write's temporary name. */
+static void remove_told(const char *tmp)
+{
+    size_t n, tl;
+    const char *name = fs_last_name(tmp, &n), *t;
+    enum fs_tmp_kind k = tmp[0] == '/' ? fs_tmp_kind(name, n, &t, &tl) : FS_TMP_NONE;
+    if ((k == FS_TMP_NEW || k == FS_TMP_REPLACES) && unlink(tmp) < 0 && errno != ENOENT)
+        log_warn("upload: cannot remove %s: %s", tmp, strerror(errno));
+}
+
+/* The clean-up helper, as the user: every name a dead helper told (fd 4,
+ * its verdict socket: what it sent, then EOF), each removed. All of them,
+ * not the last: it may have died between naming a file and making it so. */
+static int reap_child(void *arg)
+{
+    char chunk[4096], cur[TMP_NAME_MAX];
+    size_t len = 0;
+    int over = 0;
+    ssize_t r;
+    (void)arg;
+    while ((r = read(FSJOB_IN_FD0, chunk, sizeof chunk)) > 0 || (r < 0 && errno == EINTR)) {
+        for (ssize_t i = 0; i < r; i++) {
+            if (chunk[i] == '\0') {
+                cur[len] = '\0';
+                if (!over) remove_told(cur);
+                len = 0, over = 0;
+            } else if (len + 1 < sizeof cur) {
+                cur[len++] = chunk[i];
+            } else {
+                over = 1;
+            }
+        }
+    }
+    return 0;
+}
 
 /* ---- one file (in the loop) ---------------------------------------------------- */
 
@@ -178,38 +212,11 @@ fail_errno:
     return -1;
 }
 
-/* The last whole temporary path the helper told, into out (TMP_NAME_MAX
- * bytes; "" when none). Reads what is there now, never waits. */
-static void last_tmp_name(int fd, char *out)
-{
-    char chunk[4096], cur[TMP_NAME_MAX];
-    size_t len = 0;
-    int over = 0;
-    ssize_t r;
-    out[0] = '\0';
-    while (fd >= 0 && (r = recv(fd, chunk, sizeof chunk, MSG_DONTWAIT)) > 0) {
-        for (ssize_t i = 0; i < r; i++) {
-            if (chunk[i] == '\0') {
-                if (!over) memcpy(out, cur, len), out[len] = '\0';
-                len = 0, over = 0;
-            } else if (len + 1 < sizeof cur) {
-                cur[len++] = chunk[i];
-            } else {
-                over = 1;
-            }
-        }
-    }
-}
-
 void put_file_reap(struct put *up, struct file *f)
 {
-    char tmp[TMP_NAME_MAX], err[ERR_LEN];
-    last_tmp_name(f->verdict_fd, tmp);
-    size_t n;
-    const char *name = fs_last_name(tmp, &n), *t;
-    enum fs_tmp_kind k = tmp[0] == '/' ? fs_tmp_kind(name, n, &t, &n) : FS_TMP_NONE;
-    if (k != FS_TMP_NEW && k != FS_TMP_REPLACES) return; /* none told, or not a write's */
-    struct fsjob_opts o = {.user = &up->u, .fn = unlink_child, .arg = tmp};
+    char err[ERR_LEN];
+    if (f->verdict_fd < 0) return;
+    struct fsjob_opts o = {.user = &up->u, .fn = reap_child, .in_fds = {f->verdict_fd}, .nin = 1};
     struct fsjob *j = fsjob_start(EV_DEFAULT, &o, err);
     if (!j) log_warn("upload: cannot remove the temporary file of a helper that died: %s", err);
     fsjob_detach(j);
