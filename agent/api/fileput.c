@@ -17,9 +17,9 @@
  * verdict 'C' on a socket once the data pipe is closed. A body cut off
  * (the client gone, a bad gzip stream, a malformed part) closes both
  * without it and the helper removes its temporary file; so does the agent
- * dying. A helper killed mid-write cannot: the loop has the temporary file
- * it told of removed (put_file_reap). Files before the failing one stay
- * written, as envd's.
+ * dying. A helper killed mid-write cannot: the loop has the temporary
+ * files it told of removed (put_file_reap). Files before the failing one
+ * stay written, as envd's.
  */
 #include "agent/api/filesrt.h"
 #include "agent/api/fileput.h"
@@ -86,7 +86,7 @@ void put_fail(struct put *up, int status, const char *msg)
 }
 
 /* The verdict socket stays open: a helper that dies before its result has
- * its temporary name read from it (put_file_reap). */
+ * the temporary names it told read from it (put_file_reap). */
 static void commit(struct put *up, struct file *f)
 {
     ev_io_stop(EV_DEFAULT, &up->pipe_w);

@@ -2,9 +2,8 @@
  * fsentry.h - filesystem.EntryInfo as envd fills it (README "sandbox-agent
  * serve", the filesystem API): name, type (a symlink's is its target's),
  * absolute path, size (an int64, so a JSON string), permission bits, the
- * permissions text of Go's
- * FileMode.String ("-rw-r--r--", "drwxr-xr-x", "Lrwxrwxrwx"), owner and
- * group names, modifiedTime (RFC 3339, UTC, 0/3/6/9 fraction digits as
+ * permissions text of Go's FileMode.String ("-rw-r--r--", "drwxr-xr-x",
+ * "Lrwxrwxrwx"), owner and group names, modifiedTime (RFC 3339, UTC, 0/3/6/9 fraction digits as
  * protobuf's JSON writes a Timestamp), symlinkTarget (absolute) and the
  * metadata kept in `user.e2b.*` extended attributes.
  *

@@ -10,10 +10,10 @@
  * as envd's fsnotify reports them. The file service's temporary files are
  * not reported; an atomic write's rename into place is reported as envd's
  * in-place write shows: CREATE, CHMOD, WRITE for a new file, CHMOD, WRITE
- * for one overwritten. Everything that is not an event is a
- * problem, never dropped: events lost (the kernel's queue overflowed, or a
- * path too long), a directory below that could not be watched, and the end
- * (the watched directory deleted or moved, inotify failing).
+ * for one overwritten. Everything that is not an event is a problem, never
+ * dropped: events lost (the kernel's queue overflowed, or a path too long),
+ * a directory below that could not be watched, and the end (the watched
+ * directory deleted or moved, inotify failing).
  *
  * The directory is checked as the request's user in a helper (it exists, is
  * a directory the user may open, not on a network filesystem unless asked);

@@ -77,7 +77,8 @@ enum fs_tmp_kind fs_tmp_kind(const char *name, size_t n, const char **target, si
     *tlen = at - 1;
     const char *tail = name + at + m;
     if (n - (at + m) < 3 || tail[1] != '-') return FS_TMP_OTHER;
-    return tail[0] == FS_TMP_MARK_NEW ? FS_TMP_NEW : tail[0] == FS_TMP_MARK_REPLACES ? FS_TMP_REPLACES : FS_TMP_OTHER;
+    if (tail[0] == FS_TMP_MARK_NEW) return FS_TMP_NEW;
+    return tail[0] == FS_TMP_MARK_REPLACES ? FS_TMP_REPLACES : FS_TMP_OTHER;
 }
 
 int fs_is_tmp_name(const char *name, size_t n)

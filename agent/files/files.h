@@ -68,9 +68,9 @@ const char *fs_last_name(const char *path, size_t *len);
 char *fs_strip_slashes(const char *path);
 /* The bytes of a target's name a temporary name keeps. */
 #define FS_TMP_NAME_CUT 200
-/* ".NAME" beside target, NAME cut to FS_TMP_NAME_CUT bytes, into out (cap bytes): the
- * start of a temporary name on the same filesystem. Fails (-1) unless slack
- * more bytes still fit after it. Returns the length written. */
+/* ".NAME" beside target, NAME cut to FS_TMP_NAME_CUT bytes, into out (cap
+ * bytes): the start of a temporary name on the same filesystem. Fails (-1)
+ * unless slack more bytes still fit after it. Returns the length written. */
 int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack);
 
 /* 1 when name (n bytes, one component) is a temporary name the service makes

@@ -37,7 +37,8 @@ static void test_permissions(void **s)
     }
     assert_string_equal(fsentry_type(S_IFREG), "FILE_TYPE_FILE");
     assert_string_equal(fsentry_type(S_IFDIR), "FILE_TYPE_DIRECTORY");
-    assert_string_equal(fsentry_type(S_IFLNK), "FILE_TYPE_UNSPECIFIED"); /* never SYMLINK: old SDKs cannot parse it */
+    /* Never FILE_TYPE_SYMLINK: SDKs before mid-2026 cannot parse it. */
+    assert_string_equal(fsentry_type(S_IFLNK), "FILE_TYPE_UNSPECIFIED");
     assert_string_equal(fsentry_type(S_IFIFO), "FILE_TYPE_UNSPECIFIED");
 }
 
