@@ -14,10 +14,12 @@
  *
  * A file is made the new one only when its data is known complete (its
  * part's delimiter, or the body's end): the loop sends its helper the
- * verdict 'C' on a second pipe once the data pipe is closed. A body cut off
- * (the client gone, a bad gzip stream, a malformed part) closes both pipes
+ * verdict 'C' on a socket once the data pipe is closed. A body cut off
+ * (the client gone, a bad gzip stream, a malformed part) closes both
  * without it and the helper removes its temporary file; so does the agent
- * dying. Files before the failing one stay written, as envd's.
+ * dying. A helper killed mid-write cannot: the loop has the temporary
+ * files it told of removed (put_file_reap). Files before the failing one
+ * stay written, as envd's.
  */
 #include "agent/api/filesrt.h"
 #include "agent/api/fileput.h"
@@ -37,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* ---- the stages --------------------------------------------------------------- */
@@ -82,14 +85,14 @@ void put_fail(struct put *up, int status, const char *msg)
     put_free(up);
 }
 
+/* The verdict socket stays open: a helper that dies before its result has
+ * the temporary names it told read from it (put_file_reap). */
 static void commit(struct put *up, struct file *f)
 {
     ev_io_stop(EV_DEFAULT, &up->pipe_w);
     close(f->data_fd);
     f->data_fd = -1;
-    if (write(f->verdict_fd, "C", 1) != 1) f->broken = 1;
-    close(f->verdict_fd);
-    f->verdict_fd = -1;
+    if (send(f->verdict_fd, "C", 1, MSG_NOSIGNAL) != 1) f->broken = 1;
     f->committed = 1;
 }
 
@@ -266,6 +269,7 @@ void put_file_done(void *ctx, int32_t status, const char *data, size_t n)
     struct file *f = up->cur;
     f->job = NULL;
     up->cur = NULL;
+    if (status == FSJOB_FAILED) put_file_reap(up, f);
     if (status != 0 || !f->committed) {
         char msg[ERR_LEN];
         err_set(msg, "%.*s", (int)(n < ERR_LEN ? n : ERR_LEN - 1), n ? data : "the upload was refused");

@@ -1,7 +1,8 @@
 /*
  * fileput.h - an upload of POST /files, shared by its two files and nothing
  * else: fileput.c (the body through its stages to the helpers' pipes) and
- * filewrite.c (the request head; one file: its helper, its metadata).
+ * filewrite.c (the request head; one file: its helper, its metadata, the
+ * clean-up after a helper killed mid-write).
  */
 #ifndef SA_API_FILEPUT_H
 #define SA_API_FILEPUT_H
@@ -25,6 +26,9 @@
 #define PUT_REPLY_MAX (SERVE_BODY_MAX - 64)
 /* The pipe to a helper is made this large when the kernel allows. */
 #define PUT_PIPE_SIZE (1024 * 1024)
+/* The kernel's bound on an extended attribute's name (XATTR_NAME_MAX); its
+ * bound on a value is FSENTRY_XATTR_VALUE_MAX (XATTR_SIZE_MAX). */
+#define PUT_XATTR_NAME_MAX 255
 
 struct put_meta {
     char *name;     /* "user.e2b.<key, lowercased>" */
@@ -43,7 +47,8 @@ struct put_seen {   /* a path written by this request */
 struct file {
     struct put *up;
     struct fsjob *job;
-    int data_fd, verdict_fd;  /* our ends; -1 once closed */
+    int data_fd, verdict_fd;  /* our ends (verdict: a socket, the helper's
+                               * temporary names come back on it); -1 once closed */
     char *path;               /* resolved, absolute */
     int ending;               /* its data is all in `out` or the pipe: commit next */
     int committed;            /* the verdict is sent: its result comes */
@@ -90,5 +95,12 @@ void put_watch_pipe(struct put *up, int fd);
 int put_file_start(struct put *up, const char *path);
 void put_meta_free(struct put *up);
 void put_seen_free(struct put *up);
+/* The helper of f ended without a result (killed): have the temporary
+ * files it told of removed, as the upload's user. */
+void put_file_reap(struct put *up, struct file *f);
+/* An X-Metadata-KEY header with a KEY of klen bytes and a value of vlen
+ * bytes fits an extended attribute (the kernel's bounds): 0, or -1 with
+ * *why saying which bound it passes. */
+int put_meta_check(size_t klen, size_t vlen, const char **why);
 
 #endif

@@ -1,8 +1,16 @@
 /*
  * filewrite.c - an upload's head and its files (see fileput.h): what the
  * request asks for (Content-Type, Content-Encoding, the user and ?path=,
- * the X-Metadata-* headers), and one file's helper: the pipes, the child
- * that writes the file as the user with fs_write, and the duplicate check.
+ * the X-Metadata-* headers, checked against the bounds of an extended
+ * attribute), and one file's helper: the pipe and the socket it is driven
+ * by, the child that writes the file as the user with fs_write_hooked, the
+ * duplicate check, and the clean-up after a helper that died mid-write.
+ *
+ * The helper tells each temporary name on its verdict socket before the
+ * file of that name exists. The loop never reads them: when the helper
+ * ended without a result (killed: it could not remove its file), another
+ * helper, as the same user, reads what it told from the socket and removes
+ * those files; never the agent itself.
  */
 #include "agent/api/fileput.h"
 #include "agent/api/filesrt.h"
@@ -11,45 +19,58 @@
 #include "agent/api/hparam.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
+#include "agent/core/log.h"
 #include "agent/core/protocol.h"
 #include "agent/files/files.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #define VERDICT_FD (FSJOB_IN_FD0 + 1)
-#define XATTR_NAME_LEN 255
+/* A temporary path as the helper tells it (fswrite.c's bound), with its NUL. */
+#define TMP_NAME_MAX (PATH_MAX + 64)
+/* fsetxattr's ENOSPC with this much room left on the filesystem is the
+ * filesystem's bound on attributes, not a full disk. */
+#define XATTR_ROOM_MIN (1024u * 1024u)
 
 /* ---- the helper (in the child) ------------------------------------------------ */
 
-/* The replaced file's metadata carries over, as envd's in-place write
- * keeps it; what this upload sets comes on top. */
-static void copy_old_meta(const char *replaced, int fd)
+/* The value fsetxattr refused, for the message. */
+static const struct put_meta *refused;
+
+/* E2BIG when the filesystem refused a value for its size (ext4 keeps about
+ * 4 KiB of attributes per file, and says ENOSPC even with the disk far from
+ * full), else en. */
+static int xattr_errno(int fd, int en, size_t vlen)
 {
-    static char names[FSENTRY_XATTR_LIST_MAX], value[FSENTRY_XATTR_VALUE_MAX];
-    ssize_t n = listxattr(replaced, names, sizeof names);
-    size_t plen = strlen(FSENTRY_XATTR_PREFIX);
-    for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(names + i) + 1) {
-        if (strncmp(names + i, FSENTRY_XATTR_PREFIX, plen) != 0) continue;
-        ssize_t v = getxattr(replaced, names + i, value, sizeof value);
-        if (v >= 0) fsetxattr(fd, names + i, value, (size_t)v, 0);
-    }
+    struct statvfs sv;
+    if (en == ERANGE) return E2BIG;
+    if (en != ENOSPC || fstatvfs(fd, &sv) < 0) return en;
+    unsigned long long room = (unsigned long long)(geteuid() == 0 ? sv.f_bfree : sv.f_bavail) * sv.f_frsize;
+    return room >= vlen + XATTR_ROOM_MIN ? E2BIG : en;
 }
 
-/* fs_write's prepare: the metadata, then the verdict. */
+/* fs_write's prepare: the metadata (exactly this upload's: a replaced file's
+ * attributes go with it), then the verdict. */
 static int prepare(void *ctx, int fd, const char *replaced)
 {
     const struct put *up = ctx;
-    if (replaced) copy_old_meta(replaced, fd);
+    (void)replaced;
     for (size_t i = 0; i < up->nmeta; i++)
-        if (fsetxattr(fd, up->meta[i].name, up->meta[i].value, up->meta[i].vlen, 0) < 0) return errno;
+        if (fsetxattr(fd, up->meta[i].name, up->meta[i].value, up->meta[i].vlen, 0) < 0) {
+            refused = &up->meta[i];
+            return xattr_errno(fd, errno, up->meta[i].vlen);
+        }
     char v = 0;
     ssize_t r;
     do r = read(VERDICT_FD, &v, 1);
@@ -57,22 +78,80 @@ static int prepare(void *ctx, int fd, const char *replaced)
     return r == 1 && v == 'C' ? 0 : ECANCELED;
 }
 
+/* fs_write's named: the temporary path to the loop, NUL-terminated, without
+ * ever waiting (the loop reads it only if this helper dies). */
+static int named(void *ctx, const char *tmp)
+{
+    (void)ctx;
+    size_t n = strlen(tmp) + 1;
+    ssize_t w = send(VERDICT_FD, tmp, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return w == (ssize_t)n ? 0 : w < 0 ? errno : EAGAIN;
+}
+
+static int fail_message(const struct file *f, const struct fs_err *e, char *msg, size_t cap, int *status)
+{
+    size_t plen = strlen(FSENTRY_XATTR_PREFIX);
+    *status = e->errnum == ECANCELED ? 499 : files_status(e->errnum);
+    if (e->at_fd) return snprintf(msg, cap, "reading the upload: %s", e->message);
+    if (refused && e->errnum == E2BIG) {
+        *status = 400;
+        return snprintf(msg, cap, "%s: metadata %.100s: a value of %zu bytes is more than this filesystem keeps "
+                        "in an extended attribute (at most %u bytes, ext4 about 4 KiB per file)",
+                        f->path, refused->name + plen, refused->vlen, FSENTRY_XATTR_VALUE_MAX);
+    }
+    return snprintf(msg, cap, "%s: %s", e->path ? e->path : f->path,
+                    e->errnum == ENOTSUP ? "extended attributes (metadata) not supported here" : e->message);
+}
+
 static int file_child(void *arg)
 {
     const struct file *f = arg;
     struct fs_write_opts o = {.parents = 1};
+    struct fs_write_hooks h = {prepare, named, f->up};
     struct fs_err e;
     long long bytes;
-    if (fs_write_prepared(f->path, FSJOB_IN_FD0, &o, prepare, f->up, &bytes, &e) == 0)
-        return fsjob_reply(0, NULL, 0) < 0;
+    if (fs_write_hooked(f->path, FSJOB_IN_FD0, &o, &h, &bytes, &e) == 0) return fsjob_reply(0, NULL, 0) < 0;
     char msg[1024];
-    int n = e.at_fd ? snprintf(msg, sizeof msg, "reading the upload: %s", e.message)
-                    : snprintf(msg, sizeof msg, "%s: %s", e.path ? e.path : f->path,
-                               e.errnum == ENOTSUP ? "extended attributes (metadata) not supported here"
-                                                   : e.message);
+    int status;
+    int n = fail_message(f, &e, msg, sizeof msg, &status);
     if (n >= (int)sizeof msg) n = (int)sizeof msg - 1;
-    int status = e.errnum == ECANCELED ? 499 : files_status(e.errnum);
     return fsjob_reply(status, msg, (size_t)n) < 0;
+}
+
+/* One told name: removed when it is an atomic write's temporary name. */
+static void remove_told(const char *tmp)
+{
+    size_t n, tl;
+    const char *name = fs_last_name(tmp, &n), *t;
+    enum fs_tmp_kind k = tmp[0] == '/' ? fs_tmp_kind(name, n, &t, &tl) : FS_TMP_NONE;
+    if ((k == FS_TMP_NEW || k == FS_TMP_REPLACES) && unlink(tmp) < 0 && errno != ENOENT)
+        log_warn("upload: cannot remove %s: %s", tmp, strerror(errno));
+}
+
+/* The clean-up helper, as the user: every name a dead helper told (fd 4,
+ * its verdict socket: what it sent, then EOF), each removed. All of them,
+ * not the last: it may have died between naming a file and making it so. */
+static int reap_child(void *arg)
+{
+    char chunk[4096], cur[TMP_NAME_MAX];
+    size_t len = 0;
+    int over = 0;
+    ssize_t r;
+    (void)arg;
+    while ((r = read(FSJOB_IN_FD0, chunk, sizeof chunk)) > 0 || (r < 0 && errno == EINTR)) {
+        for (ssize_t i = 0; i < r; i++) {
+            if (chunk[i] == '\0') {
+                cur[len] = '\0';
+                if (!over) remove_told(cur);
+                len = 0, over = 0;
+            } else if (len + 1 < sizeof cur) {
+                cur[len++] = chunk[i];
+            } else {
+                over = 1;
+            }
+        }
+    }
+    return 0;
 }
 
 /* ---- one file (in the loop) ---------------------------------------------------- */
@@ -107,18 +186,20 @@ void put_seen_free(struct put *up)
     htab_free(&up->seen);
 }
 
-/* The helper with its two pipes: data (fd 4) and verdict (fd 5). */
+/* The helper with its data pipe (fd 4) and verdict socket (fd 5: the
+ * verdict to it, its temporary names from it). */
 static int spawn(struct put *up, struct file *f, char *err)
 {
     int d[2], v[2];
     if (pipe2(d, O_CLOEXEC) < 0) goto fail_errno;
-    if (pipe2(v, O_CLOEXEC) < 0) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, v) < 0) {
         close(d[0]);
         close(d[1]);
         goto fail_errno;
     }
     (void)fcntl(d[1], F_SETPIPE_SZ, PUT_PIPE_SIZE); /* fewer wake-ups when allowed */
     io_set_nonblock(d[1], 1);
+    io_set_nonblock(v[1], 1);
     struct fsjob_opts o = {.user = &up->u, .fn = file_child, .arg = f, .in_fds = {d[0], v[0]}, .nin = 2};
     f->job = fsjob_start(EV_DEFAULT, &o, err);
     close(d[0]);
@@ -129,6 +210,16 @@ static int spawn(struct put *up, struct file *f, char *err)
 fail_errno:
     err_set(err, "cannot make a pipe: %s", strerror(errno));
     return -1;
+}
+
+void put_file_reap(struct put *up, struct file *f)
+{
+    char err[ERR_LEN];
+    if (f->verdict_fd < 0) return;
+    struct fsjob_opts o = {.user = &up->u, .fn = reap_child, .in_fds = {f->verdict_fd}, .nin = 1};
+    struct fsjob *j = fsjob_start(EV_DEFAULT, &o, err);
+    if (!j) log_warn("upload: cannot remove the temporary file of a helper that died: %s", err);
+    fsjob_detach(j);
 }
 
 int put_file_start(struct put *up, const char *path)
@@ -173,7 +264,8 @@ void put_meta_free(struct put *up)
     free(up->meta);
 }
 
-/* X-Metadata-<key>: <value> headers, as user.e2b.<key in lower case>. */
+/* X-Metadata-<key>: <value> headers, as user.e2b.<key in lower case>,
+ * within what one extended attribute can hold. */
 static int read_meta(struct put *up, const char **why)
 {
     const struct httpreq *r = conn_req(up->c);
@@ -185,14 +277,27 @@ static int read_meta(struct put *up, const char **why)
         httpreq_header_at(r, i, &name, &value);
         if (strncasecmp(name, HEADER_METADATA_PREFIX, plen) != 0) continue;
         const char *key = name + plen;
-        size_t klen = strlen(key), xlen = strlen(FSENTRY_XATTR_PREFIX) + klen;
-        if (!klen || xlen > XATTR_NAME_LEN) return *why = "a metadata key is empty or too long", -1;
+        size_t klen = strlen(key), vlen = strlen(value);
+        if (put_meta_check(klen, vlen, why) < 0) return -1;
+        size_t xlen = strlen(FSENTRY_XATTR_PREFIX) + klen;
         struct put_meta *m = &up->meta[up->nmeta++];
         if (!(m->name = malloc(xlen + 1)) || !(m->value = strdup(value))) return *why = "out of memory", -1;
         memcpy(m->name, FSENTRY_XATTR_PREFIX, xlen - klen);
         for (size_t k = 0; k <= klen; k++) m->name[xlen - klen + k] = (char)tolower((unsigned char)key[k]);
-        m->vlen = strlen(value);
+        m->vlen = vlen;
     }
+    return 0;
+}
+
+int put_meta_check(size_t klen, size_t vlen, const char **why)
+{
+    if (!klen) return *why = "a metadata key (X-Metadata-KEY) is empty", -1;
+    if (strlen(FSENTRY_XATTR_PREFIX) + klen > PUT_XATTR_NAME_MAX)
+        return *why = "a metadata key is longer than 246 bytes (an extended attribute's name, "
+                      "user.e2b.KEY, is at most 255)", -1;
+    if (vlen > FSENTRY_XATTR_VALUE_MAX)
+        return *why = "a metadata value is longer than 65536 bytes (an extended attribute's value "
+                      "is at most 65536)", -1;
     return 0;
 }
 

@@ -94,8 +94,14 @@ const char *fsentry_type(mode_t m)
 {
     if (S_ISREG(m)) return "FILE_TYPE_FILE";
     if (S_ISDIR(m)) return "FILE_TYPE_DIRECTORY";
-    if (S_ISLNK(m)) return "FILE_TYPE_SYMLINK";
     return "FILE_TYPE_UNSPECIFIED";
+}
+
+void fsentry_kind(mode_t own, const mode_t *target, struct fsentry_kind *k)
+{
+    mode_t m = S_ISLNK(own) && target ? *target : own;
+    k->type = fsentry_type(m);
+    k->mode = (unsigned)(m & 0777);
 }
 
 void fsentry_permissions(mode_t m, char *out)
@@ -200,22 +206,22 @@ static int entry_json(struct buf *b, const char *path, const char *name, size_t 
                       struct fsnames *names, const struct fsperm_who *w)
 {
     char perm[24], real[PATH_MAX];
-    mode_t mode = st->st_mode & 0777;
     struct stat target;
+    struct fsentry_kind k;
     int link = S_ISLNK(st->st_mode), resolved = 0;
     if (link && w) resolved = resolve_for(w, path, real, sizeof real, &target);
     else if (link) resolved = stat(path, &target) == 0;
-    if (link) mode = resolved ? target.st_mode & 0777 : 0;
+    fsentry_kind(st->st_mode, resolved ? &target.st_mode : NULL, &k);
     /* The xattrs are read through a symlink: its target's, for w only
      * when w may read that. */
     int meta = !w || (link ? resolved && fsperm_path(w, real, &target, FSPERM_R)
                            : fsperm_path(w, path, st, FSPERM_R));
     fsentry_permissions(st->st_mode, perm);
     if (buf_puts(b, "{\"name\": ") < 0 || jsonw_str(b, name, nlen, JSONW_SURROGATEESCAPE) < 0 ||
-        buf_printf(b, ", \"type\": \"%s\", \"path\": ", fsentry_type(st->st_mode)) < 0 ||
+        buf_printf(b, ", \"type\": \"%s\", \"path\": ", k.type) < 0 ||
         jsonw_cstr(b, path) < 0 ||
         buf_printf(b, ", \"size\": \"%lld\", \"mode\": %u, \"permissions\": \"%s\", \"owner\": ",
-                   (long long)st->st_size, (unsigned)mode, perm) < 0 ||
+                   (long long)st->st_size, k.mode, perm) < 0 ||
         jsonw_cstr(b, fsnames_get(names, st->st_uid, 0)) < 0 || buf_puts(b, ", \"group\": ") < 0 ||
         jsonw_cstr(b, fsnames_get(names, st->st_gid, 1)) < 0 ||
         buf_puts(b, ", \"modifiedTime\": ") < 0 || fsentry_time(b, &st->st_mtim) < 0)

@@ -1,9 +1,9 @@
 /*
  * fsentry.h - filesystem.EntryInfo as envd fills it (README "sandbox-agent
- * serve", the filesystem API): name, type, absolute path, size (an int64,
- * so a JSON string), permission bits, the permissions text of Go's
- * FileMode.String ("-rw-r--r--", "drwxr-xr-x", "Lrwxrwxrwx"), owner and
- * group names, modifiedTime (RFC 3339, UTC, 0/3/6/9 fraction digits as
+ * serve", the filesystem API): name, type (a symlink's is its target's),
+ * absolute path, size (an int64, so a JSON string), permission bits, the
+ * permissions text of Go's FileMode.String ("-rw-r--r--", "drwxr-xr-x",
+ * "Lrwxrwxrwx"), owner and group names, modifiedTime (RFC 3339, UTC, 0/3/6/9 fraction digits as
  * protobuf's JSON writes a Timestamp), symlinkTarget (absolute) and the
  * metadata kept in `user.e2b.*` extended attributes.
  *
@@ -43,9 +43,22 @@ void fsnames_init(struct fsnames *c, const char *passwd, const char *group);
 /* The name of uid (is_group 0) or gid (1): from the file, else the number. */
 const char *fsnames_get(struct fsnames *c, unsigned id, int is_group);
 
-/* "FILE_TYPE_FILE", "FILE_TYPE_DIRECTORY", "FILE_TYPE_SYMLINK", else
- * "FILE_TYPE_UNSPECIFIED" (FIFOs, sockets, devices). */
+/* "FILE_TYPE_FILE", "FILE_TYPE_DIRECTORY", else "FILE_TYPE_UNSPECIFIED"
+ * (FIFOs, sockets, devices, and a symlink: see fsentry_kind). */
 const char *fsentry_type(mode_t m);
+
+/* An entry's type and permission bits as envd reports them. own is the
+ * lstat mode; target the mode a symlink resolves to, or NULL (not a
+ * symlink, or one that dangles, loops or cannot be followed). A symlink
+ * that resolves is its target's type and bits (FILE or DIRECTORY; a FIFO or
+ * a device there is UNSPECIFIED), so SDKs that know no FILE_TYPE_SYMLINK
+ * parse it; one that does not is UNSPECIFIED with its own bits, as envd
+ * leaves it (SDKs drop such entries from a listing). */
+struct fsentry_kind {
+    const char *type;
+    unsigned mode;
+};
+void fsentry_kind(mode_t own, const mode_t *target, struct fsentry_kind *k);
 /* Go's FileMode.String of an lstat mode, into out (at least 24 bytes). */
 void fsentry_permissions(mode_t m, char *out);
 /* A Timestamp in RFC 3339 as protobuf's JSON mapping writes it, quoted. */

@@ -8,6 +8,7 @@
 #include "agent/api/fspath.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/err.h"
+#include "agent/core/hash.h"
 #include "agent/files/files.h"
 #include "inotify/tree/wsync.h"
 
@@ -109,6 +110,11 @@ static const struct {
     {IN_DELETE, "EVENT_TYPE_REMOVE", 0},
 };
 
+/* An atomic write's rename into place, as envd's in-place write shows it
+ * (open with O_CREAT, chown, write; over a file: chown, truncate, write). */
+static const uint32_t written_new[] = {IN_CREATE, IN_ATTRIB, IN_MODIFY, 0};
+static const uint32_t written_over[] = {IN_ATTRIB, IN_MODIFY, 0};
+
 /* path (under root) relative to root. */
 static const char *relative(const struct fswatch *w, const char *path, size_t n, size_t *rn)
 {
@@ -144,6 +150,51 @@ lost:
     w->ops->problem(w, FSWATCH_LOST, RPC_DATA_LOSS, "an event too large to report was lost");
 }
 
+static void events_of(struct fswatch *w, uint32_t mask, const char *path, size_t n)
+{
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !w->halted; i++)
+        if (mask & kinds[i].mask) one_event(w, kinds[i].type, kinds[i].has_entry, path, n);
+}
+
+/* The key of a rename's target: its directory (path[0..dlen)) and its
+ * name (name[0..nlen), cut as a temporary name cuts it). Never 0. */
+static uint64_t moved_key(const char *path, size_t dlen, const char *name, size_t nlen)
+{
+    uint64_t h = hash_bytes(HASH_SEED, path, dlen);
+    h = hash_bytes(h, "/", 1);
+    h = hash_bytes(h, name, nlen < FS_TMP_NAME_CUT ? nlen : FS_TMP_NAME_CUT);
+    return h ? h : 1;
+}
+
+/* A temporary file renamed away (path, n bytes, its last component the
+ * name of that kind carrying target): a write's is kept for its target's
+ * rename. */
+static void moved_away(struct fswatch *w, enum fs_tmp_kind k, const char *path, size_t n,
+                       const char *target, size_t tlen)
+{
+    const char *slash = memrchr(path, '/', n);
+    if ((k != FS_TMP_NEW && k != FS_TMP_REPLACES) || !slash) return;
+    unsigned i = w->moved_next++ % FSWATCH_MOVED_SLOTS;
+    w->moved[i].key = moved_key(path, (size_t)(slash - path), target, tlen);
+    w->moved[i].kind = k;
+}
+
+/* path (n bytes) was renamed to: when from a write's temporary file (the
+ * same directory, and the target's name the one its name carries), the
+ * events that write stands for; else NULL. */
+static const uint32_t *written(struct fswatch *w, const char *path, size_t n)
+{
+    const char *slash = memrchr(path, '/', n);
+    if (!slash) return NULL;
+    uint64_t key = moved_key(path, (size_t)(slash - path), slash + 1, n - (size_t)(slash + 1 - path));
+    for (unsigned i = 0; i < FSWATCH_MOVED_SLOTS; i++) {
+        if (w->moved[i].key != key) continue;
+        w->moved[i].key = 0;
+        return w->moved[i].kind == FS_TMP_NEW ? written_new : written_over;
+    }
+    return NULL;
+}
+
 static void on_event(void *ctx, uint32_t mask, const char *path, size_t n, const char *error)
 {
     struct fswatch *w = ctx;
@@ -165,14 +216,25 @@ static void on_event(void *ctx, uint32_t mask, const char *path, size_t n, const
         return;
     }
     /* The file service's own temporary files (an atomic write's, a move's)
-     * are not the client's business: envd writes in place, and the rename
-     * into place shows as the target's CREATE. */
-    size_t rn;
-    const char *rel = relative(w, path, n, &rn), *slash = memrchr(rel, '/', rn);
+     * are not the client's business: envd writes in place. A write's rename
+     * into place shows as envd's write would; a move's as the target's
+     * CREATE. */
+    size_t rn, tlen;
+    const char *rel = relative(w, path, n, &rn), *slash = memrchr(rel, '/', rn), *target;
     size_t off = slash ? (size_t)(slash + 1 - rel) : 0;
-    if (fs_is_tmp_name(rel + off, rn - off)) return;
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !w->halted; i++)
-        if (mask & kinds[i].mask) one_event(w, kinds[i].type, kinds[i].has_entry, path, n);
+    enum fs_tmp_kind k = fs_tmp_kind(rel + off, rn - off, &target, &tlen);
+    if (k != FS_TMP_NONE) {
+        if (mask & IN_MOVED_FROM) moved_away(w, k, path, n, target, tlen);
+        return;
+    }
+    if (mask & IN_MOVED_TO) {
+        const uint32_t *seq = written(w, path, n);
+        if (seq) {
+            for (; *seq && !w->halted; seq++) events_of(w, *seq, path, n);
+            return;
+        }
+    }
+    events_of(w, mask, path, n);
 }
 
 static void on_lost(void *ctx)

@@ -7,10 +7,13 @@
  * watched directory, "type": "EVENT_TYPE_...", "entry": EntryInfo when asked
  * and the entry is still there}: IN_CREATE and IN_MOVED_TO are CREATE,
  * IN_MODIFY WRITE, IN_DELETE REMOVE, IN_MOVED_FROM RENAME, IN_ATTRIB CHMOD,
- * as envd's fsnotify reports them. Everything that is not an event is a
- * problem, never dropped: events lost (the kernel's queue overflowed, or a
- * path too long), a directory below that could not be watched, and the end
- * (the watched directory deleted or moved, inotify failing).
+ * as envd's fsnotify reports them. The file service's temporary files are
+ * not reported; an atomic write's rename into place is reported as envd's
+ * in-place write shows: CREATE, CHMOD, WRITE for a new file, CHMOD, WRITE
+ * for one overwritten. Everything that is not an event is a problem, never
+ * dropped: events lost (the kernel's queue overflowed, or a path too long),
+ * a directory below that could not be watched, and the end (the watched
+ * directory deleted or moved, inotify failing).
  *
  * The directory is checked as the request's user in a helper (it exists, is
  * a directory the user may open - and search, for a recursive watch or one
@@ -35,8 +38,11 @@
 #include "agent/core/buf.h"
 
 #include <ev.h>
+#include <stdint.h>
 
 struct fswatch;
+
+#define FSWATCH_MOVED_SLOTS 8
 
 enum fswatch_problem {
     FSWATCH_LOST,    /* events were lost: list again */
@@ -62,6 +68,16 @@ struct fswatch {
     struct fsnames names;
     struct buf scratch;      /* one event's JSON */
     char *gone;              /* why the root went, until the end says it */
+    /* Atomic writes' temporary files renamed away (IN_MOVED_FROM), until
+     * the IN_MOVED_TO of their targets: a hash of the directory and the
+     * target's name the temporary name carries (0: a free slot), and the
+     * kind (enum fs_tmp_kind). A few, for renames in other directories of
+     * a recursive watch that come between the two halves of one. */
+    struct {
+        uint64_t key;
+        int kind;
+    } moved[FSWATCH_MOVED_SLOTS];
+    unsigned moved_next;
     ev_timer free_w;
     int freed;               /* the watch part is gone */
     void (*free_owner)(void *owner);

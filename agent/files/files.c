@@ -59,20 +59,33 @@ int fs_fail_fd(struct fs_err *e, int errnum)
 
 /* ---- paths ---- */
 
-int fs_is_tmp_name(const char *name, size_t n)
+enum fs_tmp_kind fs_tmp_kind(const char *name, size_t n, const char **target, size_t *tlen)
 {
     static const char mark[] = ".sbx-";
     size_t m = sizeof mark - 1;
-    if (n < m + 2 || name[0] != '.') return 0;
+    if (n < m + 2 || name[0] != '.') return FS_TMP_NONE;
     size_t at = n;
     for (size_t i = n - m; i >= 1 && at == n; i--)
         if (!memcmp(name + i, mark, m)) at = i;
-    if (at == n || at + m == n) return 0;
+    if (at == n || at + m == n) return FS_TMP_NONE;
     for (size_t i = at + m; i < n; i++) {
         char c = name[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-')) return 0;
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))
+            return FS_TMP_NONE;
     }
-    return 1;
+    *target = name + 1;
+    *tlen = at - 1;
+    const char *tail = name + at + m;
+    if (n - (at + m) < 3 || tail[1] != '-') return FS_TMP_OTHER;
+    if (tail[0] == FS_TMP_MARK_NEW) return FS_TMP_NEW;
+    return tail[0] == FS_TMP_MARK_REPLACES ? FS_TMP_REPLACES : FS_TMP_OTHER;
+}
+
+int fs_is_tmp_name(const char *name, size_t n)
+{
+    const char *t;
+    size_t tl;
+    return fs_tmp_kind(name, n, &t, &tl) != FS_TMP_NONE;
 }
 
 char *fs_join(const char *dir, const char *name)
@@ -114,7 +127,7 @@ int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack)
     const char *slash = strrchr(target, '/');
     size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
     size_t blen = strlen(target + dirlen);
-    if (blen > 200) blen = 200;
+    if (blen > FS_TMP_NAME_CUT) blen = FS_TMP_NAME_CUT;
     if (dirlen + blen + slack >= cap) return -1;
     memcpy(out, target, dirlen);
     out[dirlen] = '.';

@@ -66,9 +66,11 @@ const char *fs_last_name(const char *path, size_t *len);
 /* A malloc'd copy without trailing slashes ("a/b//" -> "a/b", "/" and "//"
  * -> "/"). NULL when out of memory. */
 char *fs_strip_slashes(const char *path);
-/* ".NAME" beside target, NAME cut to 200 bytes, into out (cap bytes): the
- * start of a temporary name on the same filesystem. Fails (-1) unless slack
- * more bytes still fit after it. Returns the length written. */
+/* The bytes of a target's name a temporary name keeps. */
+#define FS_TMP_NAME_CUT 200
+/* ".NAME" beside target, NAME cut to FS_TMP_NAME_CUT bytes, into out (cap
+ * bytes): the start of a temporary name on the same filesystem. Fails (-1)
+ * unless slack more bytes still fit after it. Returns the length written. */
 int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack);
 
 /* 1 when name (n bytes, one component) is a temporary name the service makes
@@ -76,6 +78,27 @@ int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack);
  * digits or '-'. A watcher may leave such files out: they are the service's
  * own, and their rename into place is the target's event. */
 int fs_is_tmp_name(const char *name, size_t n);
+
+/* An atomic write's temporary name says whether the write makes its target
+ * anew or replaces a file: ".NAME.sbx-" FS_TMP_MARK_NEW or _REPLACES, '-',
+ * then random letters and digits. The write decides it when it names the
+ * file and again just before the rename into place (it renames the file to
+ * the other mark if that changed meanwhile), so a watcher that sees the
+ * rename can tell a file written anew from one overwritten. */
+#define FS_TMP_MARK_NEW 'N'
+#define FS_TMP_MARK_REPLACES 'R'
+
+enum fs_tmp_kind {
+    FS_TMP_NONE,     /* not a temporary name of the service */
+    FS_TMP_OTHER,    /* a move's copy (".NAME.sbx-PID-N"), or a write's without a mark */
+    FS_TMP_NEW,      /* an atomic write's that makes NAME */
+    FS_TMP_REPLACES, /* an atomic write's that replaces the file NAME */
+};
+
+/* The kind of name (n bytes, one component). For every kind but NONE,
+ * *target (tlen bytes) is the NAME part: the target's name, cut to
+ * FS_TMP_NAME_CUT bytes as fs_tmp_prefix cuts it. */
+enum fs_tmp_kind fs_tmp_kind(const char *name, size_t n, const char **target, size_t *tlen);
 
 /* ---- the operations ---- */
 
@@ -132,9 +155,21 @@ int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long lo
  * (extended attributes) or refuse: a nonzero errno value aborts the write
  * with it, the old file untouched and the temporary file gone. */
 typedef int (*fs_prepare_fn)(void *ctx, int fd, const char *replaced);
-/* fs_write (not append) with prepare called at that step. */
-int fs_write_prepared(const char *path, int in_fd, const struct fs_write_opts *o,
-                      fs_prepare_fn prepare, void *ctx, long long *bytes, struct fs_err *e);
+/* Called with each temporary path before a file of that name is created or
+ * renamed to, so a caller that can be killed mid-write (a helper process)
+ * can tell someone who can remove the file then. A nonzero errno value
+ * aborts the write with it. */
+typedef int (*fs_named_fn)(void *ctx, const char *tmp);
+
+struct fs_write_hooks {
+    fs_prepare_fn prepare; /* or NULL */
+    fs_named_fn named;     /* or NULL */
+    void *ctx;
+};
+
+/* fs_write (never append) with the hooks. */
+int fs_write_hooked(const char *path, int in_fd, const struct fs_write_opts *o,
+                    const struct fs_write_hooks *h, long long *bytes, struct fs_err *e);
 
 /* A regular file opened for reading: never a FIFO, a device or a /proc stream. */
 struct fs_file {

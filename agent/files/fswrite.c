@@ -5,10 +5,13 @@
  * write replaces a file atomically: the input goes to a temporary file in
  * the same directory (O_CLOEXEC, mode 0600 while being filled), which is
  * fsynced and then renamed over the target, so a reader sees the old file or
- * the new one, never a part. Any failure (input unreadable, disk full, with
- * guard_signals a signal that ends us) unlinks the temporary file and leaves
- * the old file untouched. append writes in place instead (there is nothing
- * atomic to promise).
+ * the new one, never a part. Its name (".NAME.sbx-K-RANDOM", created
+ * O_EXCL) carries whether it replaces a file (files.h: FS_TMP_MARK_*) and is
+ * told to the caller's hook before the file exists, so a caller that can be
+ * killed has someone remove it. Any failure (input unreadable, disk full,
+ * with guard_signals a signal that ends us) unlinks the temporary file and
+ * leaves the old file untouched. append writes in place instead (there is
+ * nothing atomic to promise).
  */
 #include "agent/files/fsint.h"
 #include "agent/core/io.h"
@@ -19,17 +22,29 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
+#endif
 #define COPY_CHUNK (128 * 1024)
+#define TMP_PATH_MAX (PATH_MAX + 64)
+/* ".sbx-K-" and the random part; names tried before giving up. */
+#define TMP_RANDOM 12
+#define TMP_SUFFIX_LEN (7 + TMP_RANDOM)
+#define TMP_TRIES 8
 
 /* The temporary file a signal handler must remove. Fixed storage: the
  * handler may use nothing that allocates. */
-static char tmp_path[PATH_MAX + 64];
+static char tmp_path[TMP_PATH_MAX];
 
 static void on_fatal_signal(int sig)
 {
@@ -129,22 +144,16 @@ static mode_t new_mode(const struct target *t, const struct fs_write_opts *o)
     return 0666 & ~um;
 }
 
-/* fs_write_prepared's hook, or none. */
-struct prepare {
-    fs_prepare_fn fn;
-    void *ctx;
-};
-
 /* Fill the temporary file fd (closed here) from in_fd. Returns 0, or an
  * errno value with *read_side saying whether in_fd failed. */
 static int fill_tmp(int fd, int in_fd, const char *path, const struct target *t,
-                    const struct fs_write_opts *o, const struct prepare *pp, long long *bytes,
+                    const struct fs_write_opts *o, const struct fs_write_hooks *h, long long *bytes,
                     int *read_side)
 {
     int e = 0;
     *bytes = copy_in(in_fd, fd, read_side);
     if (*bytes < 0) e = errno;
-    if (!e && pp->fn) e = pp->fn(pp->ctx, fd, t->exists ? t->path : NULL);
+    if (!e && h->prepare) e = h->prepare(h->ctx, fd, t->exists ? t->path : NULL);
     /* Replacing someone's file as root keeps it theirs. */
     if (!e && t->exists && geteuid() == 0 && fchown(fd, t->st.st_uid, t->st.st_gid) < 0)
         log_debug("fs write: cannot keep the owner of %s: %s", path, strerror(errno));
@@ -153,21 +162,88 @@ static int fill_tmp(int fd, int in_fd, const char *path, const struct target *t,
     return e;
 }
 
+static void fill_random(unsigned char *r, size_t n)
+{
+    if (getrandom(r, n, GRND_NONBLOCK) == (ssize_t)n) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)r;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        r[i] = (unsigned char)x;
+    }
+}
+
+/* ".NAME.sbx-K-" and TMP_RANDOM random letters and digits beside target
+ * into out (TMP_PATH_MAX bytes), K saying whether it replaces a file
+ * (files.h). Returns 0, or -1 when the name would not fit. */
+static int tmp_name(char *out, const char *target, int replaces)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    int pre = fs_tmp_prefix(out, TMP_PATH_MAX, target, TMP_SUFFIX_LEN + 1);
+    if (pre < 0) return -1;
+    unsigned char r[TMP_RANDOM];
+    fill_random(r, sizeof r);
+    char *p = out + pre;
+    p += snprintf(p, 8, ".sbx-%c-", replaces ? FS_TMP_MARK_REPLACES : FS_TMP_MARK_NEW);
+    for (size_t i = 0; i < sizeof r; i++) *p++ = abc[r[i] % (sizeof abc - 1)];
+    *p = '\0';
+    return 0;
+}
+
+/* Something is at the target's name: the rename will replace it. */
+static int name_taken(const struct target *t)
+{
+    struct stat st;
+    return lstat(t->path, &st) == 0;
+}
+
+/* Create the temporary file (into tmp_path, told to the hook first) under a
+ * fresh name marked with *replaces (name_taken now): *fd, or an errno value. */
+static int create_tmp(const struct target *t, const struct fs_write_hooks *h, int *fd, int *replaces)
+{
+    *replaces = name_taken(t);
+    for (int i = 0; i < TMP_TRIES; i++) {
+        if (tmp_name(tmp_path, t->path, *replaces) < 0) return ENAMETOOLONG;
+        int en = h->named ? h->named(h->ctx, tmp_path) : 0;
+        if (en) return en;
+        *fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        if (*fd >= 0) return 0;
+        if (errno != EEXIST) return errno;
+    }
+    return EEXIST;
+}
+
+/* Just before the rename into place: when something came to the target's
+ * name or left it since the file was named, the other mark. A failure
+ * costs the watchers only the exact event type, so it is not one (the hook
+ * is told the name kept). */
+static void remark(const struct target *t, const struct fs_write_hooks *h, int replaces)
+{
+    int now = name_taken(t);
+    static char other[TMP_PATH_MAX];
+    if (now == replaces || tmp_name(other, t->path, now) < 0) return;
+    if (h->named && h->named(h->ctx, other) != 0) return;
+#ifdef SYS_renameat2
+    if (syscall(SYS_renameat2, AT_FDCWD, tmp_path, AT_FDCWD, other, RENAME_NOREPLACE) == 0) {
+        memcpy(tmp_path, other, strlen(other) + 1);
+        return;
+    }
+#endif
+    if (h->named) (void)h->named(h->ctx, tmp_path);
+}
+
 static int write_atomic(const char *path, const struct target *t, int in_fd,
-                        const struct fs_write_opts *o, const struct prepare *pp, long long *bytes,
+                        const struct fs_write_opts *o, const struct fs_write_hooks *h, long long *bytes,
                         struct fs_err *e)
 {
-    /* ".NAME.sbx-XXXXXX" beside the target, so the rename stays within one
-     * filesystem; the name part is cut short enough to stay under NAME_MAX. */
-    int pre = fs_tmp_prefix(tmp_path, sizeof tmp_path, t->path, 16);
-    if (pre < 0) return fs_fail(e, ENAMETOOLONG, path);
-    memcpy(tmp_path + pre, ".sbx-XXXXXX", sizeof ".sbx-XXXXXX");
-
+    /* Beside the target, so the rename stays within one filesystem. */
     guard_signals(o, 1);
-    int fd = mkostemp(tmp_path, O_CLOEXEC);
-    int en = fd < 0 ? errno : 0, read_side = 0;
-    if (fd >= 0) {
-        en = fill_tmp(fd, in_fd, path, t, o, pp, bytes, &read_side);
+    int fd = -1, read_side = 0, replaces;
+    int en = create_tmp(t, h, &fd, &replaces);
+    if (!en) {
+        en = fill_tmp(fd, in_fd, path, t, o, h, bytes, &read_side);
+        if (!en) remark(t, h, replaces);
         if (!en && rename(tmp_path, t->path) < 0) en = errno;
         if (en) unlink(tmp_path);
     }
@@ -178,14 +254,14 @@ static int write_atomic(const char *path, const struct target *t, int in_fd,
 }
 
 static int write_file(const char *path, int in_fd, const struct fs_write_opts *o,
-                      const struct prepare *pp, long long *bytes, struct fs_err *e)
+                      const struct fs_write_hooks *h, long long *bytes, struct fs_err *e)
 {
     if (!*path) return fs_fail(e, ENOENT, path);
     if (o->parents && fs_make_parents(path) < 0) return fs_fail(e, errno, path);
     struct target t;
     int r = find_target(path, &t, e);
     if (r == 0) r = o->append ? write_append(path, &t, in_fd, o, bytes, e)
-                              : write_atomic(path, &t, in_fd, o, pp, bytes, e);
+                              : write_atomic(path, &t, in_fd, o, h, bytes, e);
     free(t.resolved);
     return r;
 }
@@ -193,17 +269,16 @@ static int write_file(const char *path, int in_fd, const struct fs_write_opts *o
 int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
              struct fs_err *e)
 {
-    static const struct prepare none;
+    static const struct fs_write_hooks none;
     return write_file(path, in_fd, o, &none, bytes, e);
 }
 
-int fs_write_prepared(const char *path, int in_fd, const struct fs_write_opts *o,
-                      fs_prepare_fn prepare, void *ctx, long long *bytes, struct fs_err *e)
+int fs_write_hooked(const char *path, int in_fd, const struct fs_write_opts *o,
+                    const struct fs_write_hooks *h, long long *bytes, struct fs_err *e)
 {
     struct fs_write_opts atomic = *o;
-    struct prepare pp = {prepare, ctx};
     atomic.append = 0;
-    return write_file(path, in_fd, &atomic, &pp, bytes, e);
+    return write_file(path, in_fd, &atomic, h, bytes, e);
 }
 
 /* mkdir, with the missing parents; an existing directory is not created. */

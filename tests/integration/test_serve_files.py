@@ -94,7 +94,7 @@ def test_stat_fills_entry_info_as_envd(fs, tmp_path):
 
     os.symlink("a.txt", tmp_path / "link")
     ln = fs.call("Stat", {"path": str(tmp_path / "link")})["entry"]
-    assert ln["type"] == "FILE_TYPE_SYMLINK" and ln["symlinkTarget"] == str(f)
+    assert ln["type"] == "FILE_TYPE_FILE" and ln["symlinkTarget"] == str(f)  # its target's type, as envd
     assert ln["permissions"].startswith("L") and ln["mode"] == 0o644
 
     os.mkfifo(tmp_path / "fifo")
@@ -349,9 +349,9 @@ def test_upload_metadata_round_trip(fs, tmp_path):
     assert st == 200 and out[0]["metadata"] == {"owner-team": "Blue Team", "k": "v"}
     assert os.getxattr(p, "user.e2b.owner-team") == b"Blue Team" and os.getxattr(p, "user.e2b.k") == b"v"
     assert fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"owner-team": "Blue Team", "k": "v"}
-    # Replacing the file keeps what is not set again.
+    # Replacing the file: its metadata is exactly what the new upload says.
     st, _ = fs.post_octet(str(p), b"m2", headers={"X-Metadata-k": "w"})
-    assert fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"owner-team": "Blue Team", "k": "w"}
+    assert fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"k": "w"}
     listed = fs.call("ListDir", {"path": str(tmp_path)})["entries"]
     assert listed[0]["metadata"]["k"] == "w"
 
@@ -710,3 +710,174 @@ def test_polling_watcher_end_is_reported_once(fs, tmp_path):
     assert "gone" in evs[-1]["error"]
     assert fs.code_of("GetWatcherEvents", {"watcherId": wid}) == "failed_precondition"
     assert fs.call("RemoveWatcher", {"watcherId": wid}) == {}
+
+
+# ---- what E2B's SDKs expect of uploads, metadata and symlinks ------------------------------
+
+def kinds_of(evs, name):
+    return [e["type"][len("EVENT_TYPE_"):] for e in evs if e["name"] == name]
+
+
+def test_an_upload_is_a_write_to_watchers(fs, tmp_path):
+    """envd writes in place (O_CREAT, chown, write): a new file is CREATE,
+    CHMOD, WRITE and an overwrite CHMOD, WRITE. The agent's atomic rename of
+    its temporary file shows the same, never a bare CREATE."""
+    root = tmp_path / "w"
+    root.mkdir()
+    long = "L" * 230  # past the 200 bytes a temporary name keeps of it
+    s = fs.stream("WatchDir", {"path": str(root), "includeEntry": True})
+    try:
+        assert s.next() == {"start": {}}
+        assert fs.post_octet(str(root / "n.txt"), b"first")[0] == 200
+        assert fs.post_octet(str(root / "n.txt"), b"second")[0] == 200
+        assert fs.post_multipart([(str(root / long), b"x")])[0] == 200
+        fs.call("MakeDir", {"path": str(root / "fence")})
+        evs = s.events(lambda got: "fence" in creates(got))
+        assert kinds_of(evs, "n.txt") == ["CREATE", "CHMOD", "WRITE", "CHMOD", "WRITE"], evs
+        assert kinds_of(evs, long) == ["CREATE", "CHMOD", "WRITE"], evs
+        assert {e["name"] for e in evs} == {"n.txt", long, "fence"}, evs
+        assert all(e["entry"]["type"] == "FILE_TYPE_FILE" for e in evs if e["name"] == "n.txt"), evs
+    finally:
+        s.close()
+
+
+def test_an_upload_is_a_write_to_recursive_and_polling_watchers(fs, tmp_path):
+    """The 3 events the Python SDK's watch test counts, through
+    GetWatcherEvents, and in a directory below a recursive watch."""
+    root = tmp_path / "pw"
+    (root / "a/b").mkdir(parents=True)
+    wid = fs.call("CreateWatcher", {"path": str(root), "recursive": True})["watcherId"]
+    try:
+        assert fs.post_octet(str(root / "a/b/f.txt"), b"content")[0] == 200
+        assert fs.post_octet(str(root / "top.txt"), b"content")[0] == 200
+        fs.call("MakeDir", {"path": str(root / "fence")})
+        evs = []
+        wait_until(lambda: evs.extend(fs.call("GetWatcherEvents", {"watcherId": wid}).get("events", [])) or
+                   "fence" in creates(evs), what="the watcher's events")
+        assert kinds_of(evs, "a/b/f.txt") == ["CREATE", "CHMOD", "WRITE"], evs
+        assert kinds_of(evs, "top.txt") == ["CREATE", "CHMOD", "WRITE"], evs
+        assert {e["name"] for e in evs} == {"a/b/f.txt", "top.txt", "fence"}, evs
+    finally:
+        fs.call("RemoveWatcher", {"watcherId": wid})
+
+
+def test_overwriting_without_metadata_clears_it(fs, tmp_path):
+    p = tmp_path / "m.txt"
+    st, out = fs.post_octet(str(p), b"one", headers={"X-Metadata-Team": "blue", "X-Metadata-k": "v"})
+    assert st == 200 and out[0]["metadata"] == {"team": "blue", "k": "v"}
+    st, out = fs.post_octet(str(p), b"two")
+    assert st == 200 and "metadata" not in out[0], out
+    assert "metadata" not in fs.call("Stat", {"path": str(p)})["entry"]
+    assert "metadata" not in fs.call("ListDir", {"path": str(tmp_path)})["entries"][0]
+    assert [n for n in os.listxattr(p) if n.startswith("user.e2b.")] == []
+    # Multipart too, and a new set replaces the old one whole.
+    fs.post_octet(str(p), b"three", headers={"X-Metadata-a": "1"})
+    st, out = fs.post_multipart([(str(p), b"four")], headers={"X-Metadata-b": "2"})
+    assert st == 200 and fs.call("Stat", {"path": str(p)})["entry"]["metadata"] == {"b": "2"}
+    assert p.read_bytes() == b"four"
+
+
+def test_metadata_too_large_for_an_extended_attribute_is_400(fs, tmp_path):
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"")
+    try:
+        os.setxattr(probe, "user.e2b.big", b"v" * 10000)
+        pytest.skip("this filesystem keeps a 10000-byte attribute (ext4 keeps about 4 KiB)")
+    except OSError:
+        pass
+    t = tmp_path / "keep"
+    t.write_bytes(b"old")
+    for path in (t, tmp_path / "new"):
+        st, out = fs.post_octet(str(path), b"data", headers={"X-Metadata-Big": "v" * 10000})
+        assert st == 400 and out["code"] == 400, out
+        assert "big" in out["message"] and "extended attribute" in out["message"], out
+    assert t.read_bytes() == b"old" and not (tmp_path / "new").exists()
+    assert temp_files(tmp_path) == []
+    st, out = fs.post_octet(str(t), b"data", headers={"X-Metadata-" + "k" * 247: "v"})
+    assert st == 400 and "255" in out["message"], out
+    # What fits is kept.
+    st, out = fs.post_octet(str(t), b"data", headers={"X-Metadata-Fits": "v" * 2000})
+    assert st == 200 and len(os.getxattr(t, "user.e2b.fits")) == 2000, out
+
+
+def uid_of(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+    except OSError:
+        return None
+
+
+def test_a_killed_upload_helper_leaves_no_temp_file(serve, pub):
+    """A process of the user may SIGKILL the helper that writes their
+    upload: the agent has its temporary file removed, the old file stays,
+    and the client gets an error."""
+    a = serve()
+    t = os.path.join(pub, "keep")
+    with open(t, "wb") as f:
+        f.write(b"old")
+    os.chown(t, NOBODY, NOBODY)
+    head = b"POST " + a.client.query(t, user="nobody").encode() + b" HTTP/1.1\r\nHost: a\r\n" \
+        b"Content-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n"
+    s = raw_upload(a.sock, head, [b"n" * 100000])
+    try:
+        wait_until(lambda: temp_files(pub) != [], what="the upload's temporary file")
+        helpers = [p for p in children(a.proc.pid) if uid_of(p) == NOBODY]
+        assert len(helpers) == 1, helpers
+        os.kill(helpers[0], signal.SIGKILL)
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            piece = s.recv(65536)
+            assert piece, reply
+            reply += piece
+        assert reply.startswith(b"HTTP/1.1 5"), reply
+        wait_until(lambda: temp_files(pub) == [], timeout=15, what="the temporary file to be removed")
+        with open(t, "rb") as f:
+            assert f.read() == b"old"
+        # The agent goes on serving uploads.
+        assert a.client.post_octet(t, b"new", user="nobody")[0] == 200
+    finally:
+        s.close()
+
+
+def test_a_symlink_is_its_targets_type(fs, tmp_path):
+    f = tmp_path / "f"
+    f.write_bytes(b"data")
+    os.chmod(f, 0o640)
+    d = tmp_path / "d"
+    (d / "inside").mkdir(parents=True)
+    os.mkfifo(tmp_path / "fifo")
+    for name, to in (("lf", "f"), ("ld", str(d)), ("dangling", "missing"), ("loop", "loop"), ("lfifo", "fifo")):
+        os.symlink(to, tmp_path / name)
+
+    def stat(name):
+        return fs.call("Stat", {"path": str(tmp_path / name)})["entry"]
+
+    lf = stat("lf")
+    assert (lf["type"], lf["symlinkTarget"], lf["mode"]) == ("FILE_TYPE_FILE", str(f), 0o640), lf
+    assert lf["permissions"] == "Lrwxrwxrwx" and lf["size"] == "1"  # the link's own
+    ld = stat("ld")
+    assert (ld["type"], ld["symlinkTarget"], ld["mode"]) == ("FILE_TYPE_DIRECTORY", str(d), 0o755), ld
+    # What cannot be followed is UNSPECIFIED (SDKs of any age parse it), the link's own bits.
+    for name in ("dangling", "loop"):
+        e = stat(name)
+        assert (e["type"], e["mode"], e["permissions"]) == ("FILE_TYPE_UNSPECIFIED", 0o777, "Lrwxrwxrwx"), e
+    assert stat("dangling")["symlinkTarget"] == str(tmp_path / "missing")
+    assert stat("lfifo")["type"] == "FILE_TYPE_UNSPECIFIED"
+    # ListDir reports the same and still never walks into a link to a directory.
+    listed = fs.call("ListDir", {"path": str(tmp_path), "depth": 3})["entries"]
+    types = {os.path.relpath(e["path"], tmp_path): e["type"] for e in listed}
+    assert types["lf"] == "FILE_TYPE_FILE" and types["ld"] == "FILE_TYPE_DIRECTORY", types
+    assert "d/inside" in types and not any(p.startswith("ld/") for p in types), types
+    # A watch's entry too.
+    root = tmp_path / "w"
+    root.mkdir()
+    s = fs.stream("WatchDir", {"path": str(root), "includeEntry": True})
+    try:
+        assert s.next() == {"start": {}}
+        os.symlink(str(f), root / "link")
+        evs = s.events(lambda got: "link" in creates(got))
+        e = next(e for e in evs if e["name"] == "link")["entry"]
+        assert e["type"] == "FILE_TYPE_FILE" and e["symlinkTarget"] == str(f), e
+    finally:
+        s.close()

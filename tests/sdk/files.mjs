@@ -85,6 +85,32 @@ run({
     return { write: w, info: info(await sbx.files.getInfo(p)) }
   },
 
+  async metadata_cleared({ sbx, work }) {
+    // Overwriting without metadata leaves none (issue 10).
+    const p = path.join(work, 'meta2.txt')
+    const first = await sbx.files.write(p, 'm', { metadata: { Owner: 'team-a' } })
+    const second = await sbx.files.write(p, 'n')
+    const got = await sbx.files.getInfo(p)
+    return { first: first.metadata ?? null, second: second.metadata ?? null, info: got.metadata ?? null }
+  },
+
+  async symlink_info({ sbx, work }) {
+    // A symlink is its target's type, with symlinkTarget (issue 10).
+    const d = path.join(work, 'links')
+    fs.mkdirSync(path.join(d, 'sub'), { recursive: true })
+    fs.writeFileSync(path.join(d, 'f'), 'data')
+    fs.symlinkSync('f', path.join(d, 'lf'))
+    fs.symlinkSync(path.join(d, 'sub'), path.join(d, 'ld'))
+    fs.symlinkSync('missing', path.join(d, 'dangling'))
+    const pick = (e) => ({ type: e.type ?? null, symlinkTarget: e.symlinkTarget ?? null, mode: e.mode })
+    return {
+      lf: pick(await sbx.files.getInfo(path.join(d, 'lf'))),
+      ld: pick(await sbx.files.getInfo(path.join(d, 'ld'))),
+      dangling: pick(await sbx.files.getInfo(path.join(d, 'dangling'))),
+      listed: (await sbx.files.list(d)).map((e) => `${e.name}:${e.type}`).sort(),
+    }
+  },
+
   async relative({ sbx, userHome }) {
     // A relative path is the user's home (the default user's here).
     const name = `sa-sdk-rel-${process.pid}.txt`

@@ -237,6 +237,21 @@ def test_files_metadata(serve1, work):
     assert r["write"]["metadata"] == want and r["info"]["metadata"] == want
 
 
+def test_files_overwrite_without_metadata_clears_it(serve1, work):
+    r = sdk(serve1, "files.mjs", "metadata_cleared", work=work)
+    assert r == {"first": {"owner": "team-a"}, "second": None, "info": None}, r
+
+
+def test_files_symlink_is_its_targets_type(serve1, work):
+    r = sdk(serve1, "files.mjs", "symlink_info", work=work)
+    d = os.path.join(work, "links")
+    assert r["lf"] == {"type": "file", "symlinkTarget": os.path.join(d, "f"), "mode": 0o644}, r
+    assert r["ld"]["type"] == "dir" and r["ld"]["symlinkTarget"] == os.path.join(d, "sub"), r
+    # What cannot be followed is UNSPECIFIED: no type in the SDK, left out of list().
+    assert r["dangling"]["type"] is None and r["dangling"]["mode"] == 0o777, r
+    assert r["listed"] == ["f:file", "ld:dir", "lf:file", "sub:dir"], r
+
+
 def test_files_relative_path_is_home(serve1):
     r = sdk(serve1, "files.mjs", "relative")
     assert r["read"] == "rel" and r["onDisk"] is True
@@ -257,9 +272,10 @@ def test_files_read_missing(serve1, work):
 
 def test_files_list_depth(serve1, work):
     r = sdk(serve1, "files.mjs", "list", work=work)
-    assert r["depth1"] == ["f1:file", "link:symlink", "sub:dir"]
-    assert r["depth2"] == ["f1:file", "link:symlink", "sub/deeper:dir", "sub/f2:file", "sub:dir"]
-    assert r["depth3"] == ["f1:file", "link:symlink", "sub/deeper/f3:file", "sub/deeper:dir",
+    # link -> f1: a symlink is its target's type, as envd reports it.
+    assert r["depth1"] == ["f1:file", "link:file", "sub:dir"]
+    assert r["depth2"] == ["f1:file", "link:file", "sub/deeper:dir", "sub/f2:file", "sub:dir"]
+    assert r["depth3"] == ["f1:file", "link:file", "sub/deeper/f3:file", "sub/deeper:dir",
                            "sub/f2:file", "sub:dir"]
     d = os.path.join(work, "tree")
     _entry_ok(r["f1"], "f1", os.path.join(d, "f1"), "file")
@@ -315,6 +331,12 @@ def test_watch_sees_api_writes(serve1, work):
     # As envd: a write shows as events of the file written, not of a
     # temporary name beside it.
     assert [n for n in names if n.split(" ", 1)[1] not in ("w.txt", "made")] == [], names
+
+
+def test_watch_sees_sdk_writes_as_writes(serve1, work):
+    names = sdk(serve1, "watch.mjs", "sdk_write_events", work=work)
+    assert names == ["create n.txt", "chmod n.txt", "write n.txt", "chmod n.txt", "write n.txt",
+                     "create fence"], names
 
 
 def test_watch_recursive(serve1, work):

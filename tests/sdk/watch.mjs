@@ -1,7 +1,7 @@
 // watch.mjs - sbx.files.watchDir against sandbox-agent serve (issue 9): events
 // for create, write and remove, names relative to the watched directory,
 // recursive watches (directories made after the start included), the entry,
-// stop, and the errors. Usage: node watch.mjs SCENARIO.
+// stop, the errors, and files.write seen as a write (issue 10). Usage: node watch.mjs SCENARIO.
 import fs from 'node:fs'
 import path from 'node:path'
 import { run, rejection, WAIT_MS } from './lib.mjs'
@@ -124,6 +124,21 @@ run({
     await ev2.until([['create', 'after.txt']])
     await h2.stop()
     return { stoppedGotMore: ev.list.length !== n, exited }
+  },
+
+  async sdk_write_events({ sbx, work }) {
+    // files.write of a watched file: what E2B's own watch tests wait for
+    // (envd writes in place: create, chmod, write; over a file chmod, write).
+    const ev = new Events()
+    const h = await sbx.files.watchDir(work, ev.on)
+    const p = path.join(work, 'n.txt')
+    await sbx.files.write(p, 'first')
+    await ev.until([['create', 'n.txt'], ['write', 'n.txt']])
+    await sbx.files.write(p, 'second')
+    await sbx.files.makeDir(path.join(work, 'fence'))
+    await ev.until([['create', 'fence']])
+    await h.stop()
+    return ev.names()
   },
 
   async errors({ sbx, work }) {

@@ -1,6 +1,7 @@
 /*
  * test_files.c - the file service's shared pieces (agent/files/files.c):
- * path helpers, entry helpers, the error record, mkdir -p of a parent.
+ * path helpers, the temporary names and their marks, entry helpers, the
+ * error record, mkdir -p of a parent.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -114,6 +115,43 @@ static void test_tmp_name(void **s)
 #undef TMP
 }
 
+static void kind_is(const char *name, enum fs_tmp_kind want, const char *target)
+{
+    const char *t = NULL;
+    size_t tl = 0;
+    enum fs_tmp_kind k = fs_tmp_kind(name, strlen(name), &t, &tl);
+    if (k != want) fail_msg("kind of '%s': %d, want %d", name, (int)k, (int)want);
+    if (target && (tl != strlen(target) || memcmp(t, target, tl)))
+        fail_msg("target of '%s': '%.*s', want '%s'", name, (int)tl, t, target);
+}
+
+static void test_tmp_kind(void **s)
+{
+    (void)s;
+    kind_is(".a.txt.sbx-N-Ab12yZAb12yZ", FS_TMP_NEW, "a.txt");       /* a write making a.txt */
+    kind_is(".a.txt.sbx-R-Ab12yZAb12yZ", FS_TMP_REPLACES, "a.txt");  /* one replacing it */
+    kind_is(".a.sbx-b.sbx-R-q", FS_TMP_REPLACES, "a.sbx-b");         /* the last mark counts */
+    kind_is(".a.txt.sbx-Ab12yZ", FS_TMP_OTHER, "a.txt");              /* a write without a mark */
+    kind_is(".dir.sbx-1234-7f", FS_TMP_OTHER, "dir");                 /* a move's copy */
+    kind_is(".a.sbx-N-", FS_TMP_OTHER, "a");                          /* a mark and nothing after */
+    kind_is(".a.sbx-X-abc", FS_TMP_OTHER, "a");                       /* no such mark */
+    kind_is("a.sbx-N-abc", FS_TMP_NONE, NULL);                        /* not hidden */
+    kind_is(".a.sbx-N-ab.c", FS_TMP_NONE, NULL);
+    kind_is(".sbx-N-abc", FS_TMP_NONE, NULL);                         /* no NAME */
+    kind_is(".plain", FS_TMP_NONE, NULL);
+    /* A name as fs_tmp_prefix cuts it keeps FS_TMP_NAME_CUT bytes. */
+    char longname[300], tmp[PATH_MAX + 64];
+    memset(longname, 'n', 299);
+    longname[299] = '\0';
+    int pre = fs_tmp_prefix(tmp, sizeof tmp, longname, 20);
+    memcpy(tmp + pre, ".sbx-N-abc", sizeof ".sbx-N-abc");
+    const char *t;
+    size_t tl;
+    assert_int_equal(fs_tmp_kind(tmp, strlen(tmp), &t, &tl), FS_TMP_NEW);
+    assert_int_equal(tl, FS_TMP_NAME_CUT);
+    assert_true(fs_is_tmp_name(tmp, strlen(tmp)));
+}
+
 static void test_dots(void **s)
 {
     (void)s;
@@ -214,7 +252,7 @@ int main(void)
         cmocka_unit_test(test_join),      cmocka_unit_test(test_last_name),
         cmocka_unit_test(test_strip_slashes), cmocka_unit_test(test_tmp_prefix),
         cmocka_unit_test(test_dots),      cmocka_unit_test(test_entry_helpers),
-        cmocka_unit_test(test_tmp_name),
+        cmocka_unit_test(test_tmp_name),  cmocka_unit_test(test_tmp_kind),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_make_parents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /*
  * test_fsentry.c - EntryInfo (agent/api/fsentry.c): Go's permission text,
- * the Timestamp's fraction digits, the type names, owner and group names
+ * the Timestamp's fraction digits, the type names and a symlink's type and
+ * bits (its target's), owner and group names
  * from passwd and group files of the test's own, and a whole entry.
  */
 #include <setjmp.h>
@@ -36,8 +37,33 @@ static void test_permissions(void **s)
     }
     assert_string_equal(fsentry_type(S_IFREG), "FILE_TYPE_FILE");
     assert_string_equal(fsentry_type(S_IFDIR), "FILE_TYPE_DIRECTORY");
-    assert_string_equal(fsentry_type(S_IFLNK), "FILE_TYPE_SYMLINK");
+    /* Never FILE_TYPE_SYMLINK: SDKs before mid-2026 cannot parse it. */
+    assert_string_equal(fsentry_type(S_IFLNK), "FILE_TYPE_UNSPECIFIED");
     assert_string_equal(fsentry_type(S_IFIFO), "FILE_TYPE_UNSPECIFIED");
+}
+
+static void kind_is(mode_t own, const mode_t *target, const char *type, unsigned mode)
+{
+    struct fsentry_kind k;
+    fsentry_kind(own, target, &k);
+    assert_string_equal(k.type, type);
+    assert_int_equal(k.mode, mode);
+}
+
+static void test_kind(void **s)
+{
+    (void)s;
+    mode_t reg = S_IFREG | 0600, dirm = S_IFDIR | 0755, fifo = S_IFIFO | 0644;
+    kind_is(S_IFREG | 0640, NULL, "FILE_TYPE_FILE", 0640);
+    kind_is(S_IFDIR | 01777, NULL, "FILE_TYPE_DIRECTORY", 0777);
+    /* A symlink that resolves: its target's type and bits, as envd. */
+    kind_is(S_IFLNK | 0777, &reg, "FILE_TYPE_FILE", 0600);
+    kind_is(S_IFLNK | 0777, &dirm, "FILE_TYPE_DIRECTORY", 0755);
+    kind_is(S_IFLNK | 0777, &fifo, "FILE_TYPE_UNSPECIFIED", 0644);
+    /* One that dangles, loops or cannot be followed: UNSPECIFIED, its own bits. */
+    kind_is(S_IFLNK | 0777, NULL, "FILE_TYPE_UNSPECIFIED", 0777);
+    /* target is a symlink's only. */
+    kind_is(S_IFREG | 0644, &dirm, "FILE_TYPE_FILE", 0644);
 }
 
 static void test_time(void **s)
@@ -132,16 +158,27 @@ static void test_entry(void **s)
     buf_reset(&b);
     assert_int_equal(fsentry_stat_json(&b, link, &n), 0);
     e = parse(&b);
-    assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "FILE_TYPE_SYMLINK");
+    assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "FILE_TYPE_FILE"); /* its target's */
     assert_string_equal(cJSON_GetObjectItem(e, "symlinkTarget")->valuestring, path);
     assert_int_equal(cJSON_GetObjectItem(e, "mode")->valueint, 0640);
+    assert_string_equal(cJSON_GetObjectItem(e, "permissions")->valuestring, "Lrwxrwxrwx"); /* the link's */
     cJSON_Delete(e);
     unlink(path);
     buf_reset(&b);
     assert_int_equal(fsentry_stat_json(&b, link, &n), 0); /* dangling: its text, made absolute */
     e = parse(&b);
+    assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "FILE_TYPE_UNSPECIFIED");
     assert_string_equal(cJSON_GetObjectItem(e, "symlinkTarget")->valuestring, path);
-    assert_int_equal(cJSON_GetObjectItem(e, "mode")->valueint, 0);
+    assert_int_equal(cJSON_GetObjectItem(e, "mode")->valueint, 0777);
+    cJSON_Delete(e);
+    unlink(link);
+    /* A link to a directory is a DIRECTORY. */
+    assert_int_equal(symlink(dir, link), 0);
+    buf_reset(&b);
+    assert_int_equal(fsentry_stat_json(&b, link, &n), 0);
+    e = parse(&b);
+    assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "FILE_TYPE_DIRECTORY");
+    assert_string_equal(cJSON_GetObjectItem(e, "symlinkTarget")->valuestring, dir);
     cJSON_Delete(e);
     unlink(link);
     assert_int_equal(fsentry_stat_json(&b, link, &n), -1);
@@ -165,6 +202,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_permissions), cmocka_unit_test(test_time),
         cmocka_unit_test(test_names),       cmocka_unit_test(test_entry),
+        cmocka_unit_test(test_kind),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
