@@ -26,6 +26,7 @@
 #include "agent/api/fsentry.h"
 #include "agent/api/fsjob.h"
 #include "agent/api/fspath.h"
+#include "agent/api/fswatch.h"
 #include "agent/api/gz.h"
 #include "agent/api/multipart.h"
 #include "agent/core/err.h"
@@ -81,6 +82,7 @@ void put_fail(struct put *up, int status, const char *msg)
     struct conn *c = up->c;
     httpreq_body_sink(conn_req(c), drop, NULL);
     conn_resume(c);
+    fswatch_settle(); /* parents made before the failure show, as any change */
     files_error(c, status, msg);
     put_free(up);
 }
@@ -198,6 +200,9 @@ static void finish(struct put *up)
         put_fail(up, 400, "the reply would pass 16 MiB: upload fewer files at a time");
         return;
     }
+    /* Watches see the upload's events before its client can act on the
+     * answer (fswatch.h). */
+    fswatch_settle();
     conn_respond(up->c, 200, "application/json", NULL, up->reply.data, up->reply.len);
     put_free(up);
 }

@@ -13,6 +13,7 @@
 #include "agent/api/fsjob.h"
 #include "agent/api/fspath.h"
 #include "agent/api/fsreq.h"
+#include "agent/api/fswatch.h"
 #include "agent/api/requser.h"
 #include "agent/core/err.h"
 #include "agent/core/protocol.h"
@@ -98,6 +99,9 @@ static void on_done(void *ctx, int32_t status, const char *data, size_t n)
     static const struct rpc_hooks none;
     op->job = NULL;
     rpc_set_hooks(op->call, &none);
+    /* A change's events reach the watches before its client can act on
+     * the answer, and a directory it made is watched by then (fswatch.h). */
+    if (!op->read_only) fswatch_settle();
     if (op->then) {
         op->then(op, status, data, n);
         return;

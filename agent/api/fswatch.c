@@ -274,6 +274,34 @@ static int admit(void *ctx, int fd, const struct stat *st)
 
 /* ---- life -------------------------------------------------------------------- */
 
+/* Every watch between its start and its release (one API per process). */
+static struct fswatch *live;
+
+static void live_add(struct fswatch *w)
+{
+    w->prev = NULL;
+    w->next = live;
+    if (live) live->prev = w;
+    live = w;
+}
+
+static void live_del(struct fswatch *w)
+{
+    if (w->prev) w->prev->next = w->next;
+    else if (live == w) live = w->next;
+    if (w->next) w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+}
+
+void fswatch_settle(void)
+{
+    /* A watch that ends while it drains leaves the list: read next first. */
+    for (struct fswatch *w = live, *next; w; w = next) {
+        next = w->next;
+        if (!w->halted && w->sync) wsync_drain(w->sync);
+    }
+}
+
 static void on_free(struct ev_loop *loop, ev_timer *t, int revents)
 {
     struct fswatch *w = t->data;
@@ -338,11 +366,13 @@ int fswatch_start(struct fswatch *w, const char *root, int recursive, int includ
         undo_start(w);
         return -1;
     }
+    live_add(w);
     return 0;
 }
 
 void fswatch_release(struct fswatch *w, void (*free_owner)(void *owner))
 {
+    if (!w->halted) live_del(w);
     w->halted = 1;
     if (free_owner) w->free_owner = free_owner;
     if (w->freed) {

@@ -81,6 +81,7 @@ struct fswatch {
     ev_timer free_w;
     int freed;               /* the watch part is gone */
     void (*free_owner)(void *owner);
+    struct fswatch *prev, *next; /* the live watches (fswatch_settle) */
 };
 
 /* Watch root (absolute) from the loop for user (what it may see). Returns
@@ -91,6 +92,12 @@ int fswatch_start(struct fswatch *w, const char *root, int recursive, int includ
  * running now has returned; then free_owner(owner) when it is not NULL. A
  * second call (the watch already stopped) only frees the owner. */
 void fswatch_release(struct fswatch *w, void (*free_owner)(void *owner));
+
+/* Handle what the kernel has queued for every live watch now, without
+ * waiting: called before a change made through the API is answered (and
+ * before GetWatcherEvents answers), so a client that acts on the answer
+ * finds the change's events reported and a directory it made watched. */
+void fswatch_settle(void);
 
 /* Check the directory of a WatchDir or CreateWatcher request as its user,
  * then run then(op, code, message) in the loop (code 0: go ahead; op->path

@@ -190,6 +190,8 @@ void fsrpc_get_watcher_events(struct rpc_call *call, const cJSON *msg)
 {
     struct watcher *x = named(call, msg);
     if (!x) return;
+    /* What the kernel has queued by now is part of the answer. */
+    fswatch_settle();
     if (x->end_read) {
         char err[ERR_LEN];
         err_set(err, "the watch has ended: %s", x->ended);

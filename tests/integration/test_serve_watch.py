@@ -330,7 +330,10 @@ def test_an_entry_holds_only_what_the_user_could_see(serve, home, pub, user):
             assert by[n].get(k) == st.get(k), (n, k, by[n], st)
     if user == "nobody":
         assert "metadata" not in by["private"] and by["shared"]["metadata"] == {"k": "v"}
-        assert by["peek"]["symlinkTarget"] == os.path.join(home, "secret", "hop") and by["peek"]["mode"] == 0
+        # Out of the user's reach: as a dangling link, its own bits.
+        peek = by["peek"]
+        assert (peek["symlinkTarget"], peek["type"], peek["mode"]) == (
+            os.path.join(home, "secret", "hop"), "FILE_TYPE_UNSPECIFIED", 0o777), peek
         assert by["fine"]["symlinkTarget"] == os.path.join(home, "shared") and by["fine"]["mode"] == 0o644
     else:
         assert by["private"]["metadata"] == {"k": "v"}
@@ -359,3 +362,33 @@ def test_a_directory_the_agent_cannot_open_is_still_a_hole(serve_without_dac, pu
             w.events(lambda got: "after" in creates(got))
     finally:
         w.close()
+
+
+# ---- changes made through the API, read at once -----------------------------
+# E2B's Python SDK reads a polling watcher right after files.write returns,
+# with no wait (its test_watch: exactly CREATE, CHMOD, WRITE); a directory
+# MakeDir made must be watched before the next call writes into it. So the
+# answer to a change comes after the watches have taken in its events, and
+# GetWatcherEvents takes in what the kernel queued before it answers.
+
+def types_of(evs, name):
+    return [e["type"][len("EVENT_TYPE_"):] for e in evs if e["name"] == name]
+
+
+def test_a_change_through_the_api_is_in_the_next_get_watcher_events(serve, pub):
+    fs = serve().client
+    for i in range(20):  # every round must hold: the old order was a race
+        d = os.path.join(pub, "api%d" % i)
+        os.mkdir(d)
+        wid = fs.call("CreateWatcher", {"path": d, "recursive": True})["watcherId"]
+        try:
+            assert fs.post_octet(os.path.join(d, "f.txt"), b"data")[0] == 200
+            evs = fs.call("GetWatcherEvents", {"watcherId": wid})["events"]
+            assert types_of(evs, "f.txt") == ["CREATE", "CHMOD", "WRITE"], (i, evs)
+            fs.call("MakeDir", {"path": os.path.join(d, "sub")})
+            assert fs.post_octet(os.path.join(d, "sub", "g.txt"), b"more")[0] == 200
+            evs = fs.call("GetWatcherEvents", {"watcherId": wid})["events"]
+            assert types_of(evs, "sub") == ["CREATE"], (i, evs)
+            assert types_of(evs, "sub/g.txt")[-1:] == ["WRITE"], (i, evs)
+        finally:
+            fs.call("RemoveWatcher", {"watcherId": wid})
