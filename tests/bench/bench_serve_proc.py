@@ -159,11 +159,11 @@ def _syscalls(s, hc, fl):
     after their exec) over 200 Starts and a 256 MiB stream."""
     n = RUNS
     rows = []
-    for follow, what, base in ((True, "agent + its children, strace -f", "(C, strace -f)"),
-                               (False, "the agent process only", "(C, its parent only)")):
+    for follow, what, base in ((True, "agent + its children, strace -f", "the fork floor (C), strace -f"),
+                               (False, "the agent process only", "the fork floor (C), parent only")):
         tot, counts = strace_counts(s.p.pid, lambda: start(hc, s.addr, n, TRUE, warm=0), follow)
         ftot, fcounts = strace_run([fl, "exec", "-w", "0", str(n), "/bin/true"], follow)
-        rows.append(row("serve sys: syscalls per Start `true` (%s)" % what, tot / n, FLOOR + " " + base, ftot / n,
+        rows.append(row("serve sys: syscalls per Start `true` (%s)" % what, tot / n, base, ftot / n,
                         "calls", note="serve sys: per Start, %s: %s; the floor: %s" % (
                             what, top(counts, n), top(fcounts, n))))
     size = 256 * MIB
