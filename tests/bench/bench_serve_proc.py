@@ -13,8 +13,8 @@ timed the same way from C (build/bench/floor):
   7  a second client's Start `echo hi` round trip (median of 200) while
      another streams stdout at full speed, against the same agent idle
      (goal: at most 2.0 of it).
-  8  50 connections each doing Start `true` -> end in a loop for 10 s,
-     commands completed per second, against 50 processes each doing
+  8  50 connections (one epoll loop in hclient) each doing Start `true` ->
+     end in a loop for 10 s, commands completed per second, against 50 processes each doing
      fork + execvp + waitpid of /bin/true for 10 s (goal: 0.9 of it).
   sys  syscalls per Start and per MiB streamed (strace -c on the agent's
      pid), against the floor's under strace: the optimizers' counts.
