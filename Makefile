@@ -11,7 +11,8 @@
 #   make test-container the Dockerfile's image under podman + runc
 #   make test-sanitize unit + integration tests against the sanitizer build only
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 60)
-#   make bench         speed and memory against tini, dumb-init, catatonit, ...
+#   make bench         speed and memory against tini, dumb-init, catatonit, ...,
+#                      and serve against nginx, sshd and the fork/TCP floors
 #
 # Dependencies (libev, cJSON, libb64, http-parser, zlib) are Debian source packages
 # fetched once into build/deps by deps/fetch.sh and checked against
@@ -29,7 +30,7 @@ FUZZ_SMOKE_SECONDS ?= 15
 
 BUILD_PKGS  := musl-tools bzip2
 TEST_PKGS   := gcc libcmocka-dev python3-pytest python3-pytest-timeout clang libclang-rt-14-dev util-linux libcap2-bin curl openssl
-BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time
+BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time nginx openssh-server openssh-client strace
 CONTAINER_PKGS := podman runc debootstrap busybox-static
 
 # libev is configured here rather than by its configure script: the same
@@ -85,7 +86,7 @@ obj = $(patsubst %.c,$(B)/$(1)/%.o,$(2))
 DEPFLAGS := -MMD -MP
 depobj = $(patsubst $(DEPS)/%.c,$(B)/$(1)/deps/%.o,$(DEP_SRC))
 
-.PHONY: all test test-sdk test-container test-unit test-integration test-sanitize fuzz fuzz-smoke bench clean distclean deps \
+.PHONY: all test test-sdk test-container test-unit test-integration test-sanitize fuzz fuzz-smoke bench bench-tools clean distclean deps \
         pkgs-build pkgs-test pkgs-bench pkgs-container asan unit-bins fuzz-bins
 .DELETE_ON_ERROR:
 
@@ -112,7 +113,7 @@ $(B)/.pkgs-%:
 	    $(MAKE) --no-print-directory pkgs-$*; }
 	@touch $@
 $(B)/.pkgs-test: | $(B)/.pkgs-build
-$(B)/.pkgs-bench: | $(B)/.pkgs-test
+$(B)/.pkgs-bench: Makefile | $(B)/.pkgs-test
 $(B)/.pkgs-container: | $(B)/.pkgs-test
 
 $(DEPS)/.stamp: deps/fetch.sh deps/SHA256SUMS | $(B)/.pkgs-build
@@ -214,7 +215,20 @@ $(B)/bench/fwd: tests/bench/fwd.c $(B)/musl/deps/libev/ev.o
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) $(MUSL_CFLAGS) $(DEFS) $(INCLUDES) $(MUSL_LDFLAGS) -o $@ $< $(B)/musl/deps/libev/ev.o -lm
 
-bench: $(B)/sandbox-agent $(B)/bench/fwd $(B)/.pkgs-bench $(B)/.pkgs-test
+# The serve rows' C client (tests/bench/hclient.c, its wire in hwire.c:
+# HTTP/1.1, Connect envelopes, base64) and their anchors (tests/bench/floor.c:
+# fork/exec/wait, loopback TCP, a pipe, a fast writer): libc only, static, -O2.
+BENCH_TOOLS := $(B)/bench/hclient $(B)/bench/floor
+BENCH_CFLAGS := -std=c11 -O2 $(WARN) -static
+$(B)/bench/hclient: tests/bench/hclient.c tests/bench/hwire.c tests/bench/hwire.h | $(B)/.pkgs-build
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(BENCH_CFLAGS) -o $@ tests/bench/hclient.c tests/bench/hwire.c
+$(B)/bench/floor: tests/bench/floor.c | $(B)/.pkgs-build
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(BENCH_CFLAGS) -o $@ $<
+bench-tools: $(BENCH_TOOLS)
+
+bench: $(B)/sandbox-agent $(B)/bench/fwd $(BENCH_TOOLS) $(B)/.pkgs-bench $(B)/.pkgs-test
 	$(PYTHON) tests/bench/bench.py $(B)/sandbox-agent
 
 # The header dependencies of every object built so far.

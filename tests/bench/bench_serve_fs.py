@@ -1,92 +1,217 @@
-"""`sandbox-agent serve`, file side (issue 9), over loopback with a raw
-Connect client (tests/sdk/connectc.py):
+"""`sandbox-agent serve`, file side (issues 9 and 12), timed from C
+(build/bench/hclient) against nginx and the machine's own tools on the same
+work:
 
-  - /files download and upload of 1 GiB, against `cat` through a raw pipe
-    into (out of) the same Python;
-  - ListDir of 10,000 entries, against `sandbox-agent fs list` of the same
-    directory (median of 15 each);
-  - WatchDir: one event's latency (create a file -> its event; median of 50)
-    and the 20,000-file burst of bench_watch.py (files lost), against the
-    `sandbox-agent watch` command on the same work;
-  - the agent's peak RSS over a 2 GiB download and a 2 GiB upload.
+  3  GET /files of a 1 GiB file on tmpfs (/dev/shm), against Debian's nginx
+     with `sendfile on` serving the same file from a loopback port (goal: at
+     least as fast); best of 3 each, taken in turns.
+  4  POST /files of 1 GiB, application/octet-stream with a Content-Length,
+     against nginx's WebDAV PUT (`dav_methods PUT`, client_max_body_size 0,
+     its body temporary files on the same tmpfs) (goal: at least as fast).
+  5  GET /files of 256 MiB of text (.txt: text/plain; charset=utf-8) with
+     `Accept-Encoding: gzip`, against nginx `gzip on; gzip_comp_level 1;
+     gzip_types text/plain` (goal: 0.9 of it). The client counts the gzip
+     bytes without inflating them (MB/s are of the file's 256 MiB); one
+     download of the agent's is inflated by Python outside the timing and
+     checked against the file.
+  6  ListDir of 10,000 files (depth 1), median of 15, against `ls -la DIR >
+     /dev/null` (process start included; goal: 0.8 of it) and Python's
+     os.scandir + os.lstat of every entry timed inside Python (goal: 1.5 of
+     it); beside them `sandbox-agent fs list DIR`.
+  watch  WatchDir: one event's latency (create a file -> its event; median of
+     50) and the 20,000-file burst of bench_watch.py (files lost), against
+     the `sandbox-agent watch` command on the same work (Python client).
+  rss  the agent's peak RSS over a 2 GiB download and a 2 GiB upload.
 
-A binary that does not serve a route or RPC gets "n/a (not served)" rows.
-Run alone: /usr/bin/python3 tests/bench/bench_serve_fs.py build/sandbox-agent
+nginx is one process (master_process off), as the agent is one loop; without
+nginx its rows' anchor reads "-" with the reason. A binary that does not
+serve a route or RPC gets "n/a (not served)" rows.
+Run alone: /usr/bin/python3 tests/bench/bench.py build/sandbox-agent serve_fs
+(BENCH_SERVE_ROWS="3 4" for some rows only).
 """
+import hashlib
 import os
+import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import zlib
 
 from bench_watch import BARRIER, BURST
-from servelib import FILESYSTEM, HANG, NotServed, Serve, na_rows, row, served
+from cbench import HANG, SHM, Missing, Nginx, row, run_json, tool, wanted
+from servelib import FILESYSTEM, NOT_SERVED, NotServed, Serve, served
 
 MIB = 1 << 20
 GIB = 1 << 30
-PIECE = b"\0" * MIB
-PIPE = "`cat` through a pipe"
+TEXT = 256 * MIB
+NGINX = "nginx (one process)"
 
 
-def _pieces(total):
-    for _ in range(total // MIB):
-        yield PIECE
+def files(path):
+    return "/files?" + urllib.parse.urlencode({"path": path})
 
 
-def _download_mb_s(c, path, size):
-    t0 = time.perf_counter()
-    n = served(c.get_file, path, lambda b: None)
-    assert n == size, (n, size)
-    return size / (time.perf_counter() - t0) / 1e6
+def req(hc, addr, target, *opts):
+    """hclient req: its JSON; NotServed on a 404/501 of a route."""
+    r = run_json([hc, "-t", str(HANG), "req"] + list(opts) + [addr, target], ok=(0, 2))
+    if r["rc"] == 2:
+        raise RuntimeError("%s answered %d" % (target, r["status"]))
+    return r
 
 
-def _upload_mb_s(c, path, size):
-    t0 = time.perf_counter()
-    served(c.post_file, path, _pieces(size))
-    dt = time.perf_counter() - t0
-    assert os.path.getsize(path) == size
-    return size / dt / 1e6
-
-
-def _pipe_read_mb_s(path, size):
-    t0 = time.perf_counter()
-    p = subprocess.Popen(["cat", path], stdout=subprocess.PIPE, bufsize=0)
-    buf, n = bytearray(1 << 18), 0
-    while True:
-        k = p.stdout.readinto(buf)
-        if not k:
-            break
-        n += k
-    p.wait()
-    assert n == size
-    return size / (time.perf_counter() - t0) / 1e6
-
-
-def _pipe_write_mb_s(path, size):
-    t0 = time.perf_counter()
+def _fill(path, size, block):
     with open(path, "wb") as f:
-        p = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=f, bufsize=0)
-        for piece in _pieces(size):
-            p.stdin.write(piece)
-        p.stdin.close()
-        p.wait()
-    return size / (time.perf_counter() - t0) / 1e6
+        for _ in range(size // len(block)):
+            f.write(block)
 
 
-def _listdir_ms(c, agent, d, n):
-    served(c.unary, FILESYSTEM + "ListDir", {"path": d, "depth": 1})
-    a, b = [], []
-    for _ in range(15):
-        t0 = time.perf_counter()
-        got = c.unary(FILESYSTEM + "ListDir", {"path": d, "depth": 1})
-        a.append((time.perf_counter() - t0) * 1000)
-        assert len(got.get("entries", [])) == n
-        t0 = time.perf_counter()
-        subprocess.run([agent, "fs", "list", d], stdout=subprocess.DEVNULL, check=True, timeout=HANG)
-        b.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(a), statistics.median(b)
+def _text_block():
+    """1 MiB of words and numbers, the same every run."""
+    rnd = random.Random(12)
+    words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9)))
+             for _ in range(3000)]
+    out, n = [], 0
+    while n < MIB:
+        line = " ".join(rnd.choice(words) for _ in range(rnd.randint(4, 14))) + " %d\n" % rnd.randint(0, 99999)
+        out.append(line)
+        n += len(line)
+    return "".join(out).encode()[:MIB]
+
+
+def _turns(runs, fns):
+    """Each fn of fns run `runs` times, taking turns: each one's results."""
+    out = [[] for _ in fns]
+    for _ in range(runs):
+        for i, fn in enumerate(fns):
+            out[i].append(fn())
+    return out
+
+
+def _versus(base, what, unit, goal, anchor, agent_fn, nginx_fn):
+    """Best of 3 of agent_fn() and of nginx_fn(nginx), taking turns; without
+    nginx the anchor reads "-" with the reason."""
+    try:
+        n = Nginx(base)
+    except Missing as e:
+        return row(what, max(agent_fn() for _ in range(3)), "nginx (%s)" % e, None, unit)
+    try:
+        a, b = _turns(3, [agent_fn, lambda: nginx_fn(n)])
+    finally:
+        n.stop()
+    return row(what, max(a), anchor, max(b), unit, goal=goal)
+
+
+def _get_mb_s(hc, addr, target, size, *opts):
+    r = req(hc, addr, target, *opts)
+    if "-H" not in opts:
+        assert r["bytes"] == size, r
+    return r, size / r["med_ms"] * 1000 / 1e6
+
+
+def _row3(s, hc, base):
+    big = os.path.join(base, "one-gib.bin")
+    _fill(big, GIB, os.urandom(MIB))
+    try:
+        return [_versus(base, "serve 3: GET /files 1 GiB from tmpfs (best of 3)", "MB/s", 1.0, NGINX + " sendfile",
+                        lambda: _get_mb_s(hc, s.addr, files(big), GIB)[1],
+                        lambda n: _get_mb_s(hc, n.addr, "/one-gib.bin", GIB)[1])]
+    finally:
+        os.unlink(big)
+
+
+def _put_mb_s(hc, addr, target, path, *opts):
+    r = req(hc, addr, target, "-B", str(GIB), *opts)
+    assert os.path.getsize(path) == GIB, (path, os.path.getsize(path))
+    os.unlink(path)
+    return GIB / r["med_ms"] * 1000 / 1e6
+
+
+def _row4(s, hc, base):
+    up = os.path.join(base, "up-agent.bin")
+    dav = os.path.join(base, "dav", "up-nginx.bin")
+    return [_versus(base, "serve 4: POST /files 1 GiB to tmpfs, octet-stream (best of 3)", "MB/s", 1.0,
+                    NGINX + " WebDAV PUT",
+                    lambda: _put_mb_s(hc, s.addr, files(up), up, "-H", "Content-Type: application/octet-stream"),
+                    lambda n: _put_mb_s(hc, n.addr, "/dav/up-nginx.bin", dav, "-X", "PUT", "-H",
+                                        "Content-Type: application/octet-stream"))]
+
+
+def _gzip_checked(hc, s, path, base):
+    """One gzip download of the agent's, inflated here and compared."""
+    out = os.path.join(base, "check.gz")
+    req(hc, s.addr, files(path), "-H", "Accept-Encoding: gzip", "-o", out)
+    z, h = zlib.decompressobj(16 + zlib.MAX_WBITS), hashlib.sha256()
+    with open(out, "rb") as f:
+        for piece in iter(lambda: f.read(MIB), b""):
+            h.update(z.decompress(piece))
+    h.update(z.flush())
+    os.unlink(out)
+    with open(path, "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    assert h.hexdigest() == want, "the agent's gzip of %s inflates to something else" % path
+
+
+def _row5(s, hc, base):
+    path = os.path.join(base, "text.txt")
+    _fill(path, TEXT, _text_block())
+    sizes = {}
+
+    def get(name, addr, target):
+        r, mbs = _get_mb_s(hc, addr, target, TEXT, "-H", "Accept-Encoding: gzip")
+        assert r["encoding"] == "gzip", "%s did not gzip: %r" % (name, r)
+        sizes[name] = r["bytes"]
+        return mbs
+    try:
+        _gzip_checked(hc, s, path, base)
+        r = _versus(base, "serve 5: GET /files 256 MiB text, gzip (best of 3)", "MB/s", 0.9,
+                    NGINX + " gzip level 1", lambda: get("agent", s.addr, files(path)),
+                    lambda n: get("nginx", n.addr, "/text.txt"))
+        r["note"] = ("serve 5: MB/s of the file's 256 MiB; the client counts the gzip bytes, it does not inflate them "
+                     "(one agent download inflated and checked apart); gzip sizes: %s" %
+                     ", ".join("%s %.1f MB" % (k, v / 1e6) for k, v in sorted(sizes.items())))
+        return [r]
+    finally:
+        os.unlink(path)
+
+
+def _scandir_ms(d):
+    """os.scandir + os.lstat of every entry, timed inside Python."""
+    t0 = time.perf_counter()
+    out = []
+    with os.scandir(d) as it:
+        for e in it:
+            st = os.lstat(e.path)
+            out.append((e.name, st.st_mode, st.st_size, st.st_mtime_ns, st.st_uid, st.st_gid))
+    dt = (time.perf_counter() - t0) * 1000
+    assert len(out) == 10000
+    return dt
+
+
+def _row6(s, hc, agent, fl, base):
+    d = os.path.join(base, "ten-thousand")
+    os.mkdir(d)
+    for i in range(10000):
+        open(os.path.join(d, "entry-%05d" % i), "wb").close()
+    try:
+        r = run_json([hc, "-t", str(HANG), "req", "-X", "POST", "-H", "Content-Type: application/json", "-H",
+                      "Connect-Protocol-Version: 1", "-d", '{"path": "%s", "depth": 1}' % d, "-c", '"name"',
+                      "-n", "15", "-w", "2", s.addr, FILESYSTEM + "ListDir"], ok=(0, 2))
+        if r["rc"] == 2 and r.get("status") in (404, 501):
+            raise NotServed()
+        assert r["status"] == 200 and r["count"] == 10000, r
+        ls = run_json([fl, "exec", "-q", "-w", "2", "15", "ls", "-la", d])
+        fs = run_json([fl, "exec", "-q", "-w", "2", "15", agent, "fs", "list", d])
+        py = statistics.median([_scandir_ms(d) for _ in range(17)][2:])
+        what = "serve 6: ListDir of 10,000 files, median"
+        return [row(what, r["med_ms"], "`ls -la DIR > /dev/null`", ls["med_ms"], "ms", goal=1 / 0.8),
+                row(what, r["med_ms"], "Python scandir + lstat", py, "ms", goal=1 / 1.5),
+                row(what, r["med_ms"], "`sandbox-agent fs list DIR`", fs["med_ms"], "ms")]
+    finally:
+        shutil.rmtree(d)
 
 
 class WatchStream:
@@ -184,62 +309,47 @@ def _peak_rss(agent, fn):
         return s.rss_kib("VmHWM")
 
 
-def _transfer_rows(s, agent, base):
-    c = s.client(timeout=HANG)
-    big = os.path.join(base, "one-gib")
-    up = os.path.join(base, "uploaded")
-    rows = [row("serve: /files upload 1 GiB", _upload_mb_s(c, up, GIB), PIPE,
-                _pipe_write_mb_s(up + ".pipe", GIB), "MB/s")]
-    os.rename(up, big)
-    os.unlink(up + ".pipe")
-    _pipe_read_mb_s(big, GIB)  # page cache warm for both
-    rows.append(row("serve: /files download 1 GiB", _download_mb_s(c, big, GIB), PIPE,
-                    _pipe_read_mb_s(big, GIB), "MB/s"))
-    os.unlink(big)
-    c.close()
+def _rss_rows(agent, base):
     two = os.path.join(base, "two-gib")
     with open(two, "wb") as f:
         f.truncate(2 * GIB)
-    rows.append(row("serve: peak RSS over a 2 GiB download", _peak_rss(agent, lambda k: k.get_file(
-        two, lambda b: None)), "", None, "KiB"))
+    rows = [row("serve: peak RSS over a 2 GiB download", _peak_rss(agent, lambda k: served(
+        k.get_file, two, lambda b: None)), "", None, "KiB")]
     os.unlink(two)
-    rows.append(row("serve: peak RSS over a 2 GiB upload", _peak_rss(agent, lambda k: k.post_file(
-        two, _pieces(2 * GIB))), "", None, "KiB"))
+
+    def pieces():
+        piece = b"\0" * MIB
+        for _ in range(2 * 1024):
+            yield piece
+    rows.append(row("serve: peak RSS over a 2 GiB upload", _peak_rss(agent, lambda k: served(
+        k.post_file, two, pieces())), "", None, "KiB"))
     os.unlink(two)
     return rows
 
 
-def _try(rows, fn, na):
-    try:
-        rows.extend(fn())
-    except NotServed:
-        rows.extend(na_rows(na))
-
-
 def bench(agent):
+    hc, fl = tool(agent, "hclient"), tool(agent, "floor")
     rows = []
-    base = tempfile.mkdtemp(prefix="bench-serve-fs-", dir="/tmp")
+    base = tempfile.mkdtemp(prefix="bench-serve-fs-", dir=SHM if os.path.isdir(SHM) else "/tmp")
+    os.chmod(base, 0o755)
+    steps = [("3", lambda s: _row3(s, hc, base), "GET /files"), ("4", lambda s: _row4(s, hc, base), "POST /files"),
+             ("5", lambda s: _row5(s, hc, base), "GET /files gzip"),
+             ("6", lambda s: _row6(s, hc, agent, fl, base), "ListDir"),
+             ("watch", lambda s: _watch_rows(s, agent, base), "WatchDir"),
+             ("rss", lambda s: _rss_rows(agent, base), "/files")]
     try:
         with Serve(agent) as s:
-            _try(rows, lambda: _transfer_rows(s, agent, base), [
-                ("serve: /files upload 1 GiB", PIPE, "MB/s"), ("serve: /files download 1 GiB", PIPE, "MB/s"),
-                ("serve: peak RSS over a 2 GiB download", "", "KiB"),
-                ("serve: peak RSS over a 2 GiB upload", "", "KiB")])
-            d = os.path.join(base, "ten-thousand")
-            os.mkdir(d)
-            for i in range(10000):
-                open(os.path.join(d, "entry-%05d" % i), "wb").close()
-
-            def listdir():
-                c = s.client(timeout=HANG)
-                a, b = _listdir_ms(c, agent, d, 10000)
-                c.close()
-                return [row("serve: ListDir of 10,000 entries", a, "`fs list`", b, "ms")]
-            _try(rows, listdir, [("serve: ListDir of 10,000 entries", "`fs list`", "ms")])
-            shutil.rmtree(d)
-            _try(rows, lambda: _watch_rows(s, agent, base), [
-                ("serve: WatchDir event latency", "`watch` command", "ms"),
-                ("serve: WatchDir 20,000-file burst, files lost", "`watch` command", "lost (goal 0)")])
+            for key, fn, what in steps:
+                if not wanted(key):
+                    continue
+                try:
+                    rows += fn(s)
+                except NotServed:
+                    rows.append(row("serve %s: %s" % (key, what), NOT_SERVED, "", None, ""))
+                except RuntimeError as e:
+                    if "answered 404" not in str(e) and "answered 501" not in str(e):
+                        raise
+                    rows.append(row("serve %s: %s" % (key, what), NOT_SERVED, "", None, ""))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return rows
