@@ -107,13 +107,14 @@ pkgs-build pkgs-test pkgs-bench pkgs-container: pkgs-%:
 	deps/packages.sh $(PKGS_$*)
 pkgs-test pkgs-bench pkgs-container: pkgs-build
 
-$(B)/.pkgs-%:
+# The lists are here: a changed Makefile checks them again (dpkg only).
+$(B)/.pkgs-%: Makefile
 	@mkdir -p $(B)
 	@deps/packages.sh --check $(PKGS_$*) || { echo "make: running 'make pkgs-$*' for them" >&2; \
 	    $(MAKE) --no-print-directory pkgs-$*; }
 	@touch $@
 $(B)/.pkgs-test: | $(B)/.pkgs-build
-$(B)/.pkgs-bench: Makefile | $(B)/.pkgs-test
+$(B)/.pkgs-bench: | $(B)/.pkgs-test
 $(B)/.pkgs-container: | $(B)/.pkgs-test
 
 $(DEPS)/.stamp: deps/fetch.sh deps/SHA256SUMS | $(B)/.pkgs-build
