@@ -354,6 +354,32 @@ def test_garbage_is_400(serve, junk):
     assert call(a, "GET", "/health").status == 204
 
 
+@pytest.mark.parametrize("lines,status,code", [
+    (["gzip, chunked"], 501, "unimplemented"),
+    (["gzip", "chunked"], 501, "unimplemented"),
+    (["chunked", "gzip"], 400, "invalid_argument"),
+    (["chunked, gzip"], 400, "invalid_argument"),
+    (["chunked, chunked"], 400, "invalid_argument"),
+    (["gzip"], 400, "invalid_argument"),
+])
+def test_transfer_codings_other_than_chunked(serve, lines, status, code):
+    """RFC 9112 section 6: only a lone, final `chunked` frames a body; a
+    coding before it is one this server does not implement (501), anything
+    else cannot be framed (400). The body is never read as chunked: the
+    request is refused at its head and the connection closes."""
+    a = serve()
+    c = Client(a.sock())
+    head = b"POST /process.Process/List HTTP/1.1\r\nHost: agent\r\nX-Access-Token: %s\r\n" % TOKEN.encode()
+    head += b"Content-Type: application/json\r\n"
+    head += b"".join(b"Transfer-Encoding: %s\r\n" % v.encode() for v in lines)
+    c.send(head + b"\r\n" + chunked(b"{}"))
+    r = c.response()
+    assert (r.status, r.headers["connection"]) == (status, "close")
+    assert r.headers["content-type"] == "application/json"
+    assert r.json()["code"] == code
+    assert c.closed()
+
+
 def test_truncated_request_does_not_disturb_others(serve):
     a = serve()
     stuck = Client(a.sock())
