@@ -1,10 +1,11 @@
 /*
  * conn.c - the reading half of a connection (see conn.h): requests in, the
- * states, the timers and the end; responses go out through respond.c.
+ * states, the timers, trust and the end; responses go out through respond.c.
  *
  * States, in the order a request goes through them:
  *   HEAD     waiting for a request head; the whole head must arrive within the
- *            server's timeout (an idle keep-alive connection is closed then)
+ *            server's timeout (first_head until the connection is trusted; an
+ *            idle keep-alive connection is closed then)
  *   BODY     reading the body; the timeout counts from the last byte read
  *   HANDLE   the request is complete, the application has not answered yet
  *   RESPOND  the response is being written; a whole response must make
@@ -42,7 +43,7 @@ void conn_set_hooks(struct conn *c, const struct conn_hooks *h) { c->hooks = *h;
 static double state_limit(const struct conn *c)
 {
     switch (c->st) {
-    case ST_HEAD: return c->srv->timeout;
+    case ST_HEAD: return c->trusted ? c->srv->timeout : c->srv->first_head;
     case ST_BODY: return c->paused ? 0 : c->srv->timeout; /* our wait, not the client's */
     case ST_RESPOND: return c->streaming || !outq_len(&c->out) ? 0 : c->srv->timeout;
     case ST_LINGER: return CONN_LINGER_SECONDS;
@@ -62,10 +63,44 @@ void conn_timer_arm(struct conn *c)
     ev_timer_start(loop, &c->timer);
 }
 
+/* ---- the server's list of untrusted connections, oldest first ---- */
+
+static void untrusted_add(struct conn *c)
+{
+    struct server *s = c->srv;
+    c->fprev = s->untrusted_last;
+    c->fnext = NULL;
+    if (s->untrusted_last) s->untrusted_last->fnext = c;
+    else s->untrusted = c;
+    s->untrusted_last = c;
+    c->listed = 1;
+}
+
+static void untrusted_remove(struct conn *c)
+{
+    struct server *s = c->srv;
+    if (!c->listed) return;
+    if (c->fprev) c->fprev->fnext = c->fnext;
+    else s->untrusted = c->fnext;
+    if (c->fnext) c->fnext->fprev = c->fprev;
+    else s->untrusted_last = c->fprev;
+    c->fprev = c->fnext = NULL;
+    c->listed = 0;
+}
+
+void conn_trust(struct conn *c)
+{
+    if (c->trusted) return;
+    c->trusted = 1;
+    untrusted_remove(c);
+}
+
 void conn_kill(struct conn *c)
 {
     if (c->dying) return;
     c->dying = 1;
+    c->srv->dying++;
+    untrusted_remove(c); /* never displaced twice */
     ev_io_stop(c->srv->loop, &c->rio);
     ev_io_stop(c->srv->loop, &c->wio);
     ev_timer_stop(c->srv->loop, &c->timer);
@@ -83,6 +118,7 @@ static void destroy(struct conn *c)
     close(c->fd);
     httpreq_free(&c->req);
     outq_free(&c->out);
+    s->dying--;
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -271,6 +307,7 @@ struct conn *conn_open(struct server *s, int fd)
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;
+    untrusted_add(c);
     c->st = ST_HEAD;
     c->since = ev_now(s->loop);
     ev_io_start(s->loop, &c->rio);

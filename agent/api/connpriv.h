@@ -18,6 +18,7 @@ enum conn_state { ST_HEAD, ST_BODY, ST_HANDLE, ST_RESPOND, ST_LINGER };
 struct conn {
     struct server *srv;
     struct conn *prev, *next;
+    struct conn *fprev, *fnext; /* the server's untrusted list, oldest first */
     int fd;
     unsigned id;
     ev_io rio, wio;
@@ -39,6 +40,8 @@ struct conn {
     unsigned close_after : 1;
     unsigned dying : 1;
     unsigned paused : 1;      /* conn_pause: the body's sink is full */
+    unsigned trusted : 1;     /* conn_trust: a head passed the application's check */
+    unsigned listed : 1;      /* on the server's untrusted list */
 };
 
 /* (Re)arm the timer of the state; the wait counts from c->since. */

@@ -9,6 +9,7 @@ the token, the Connect error shape, and the stop on SIGTERM.
 import http.client
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -16,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import TIMEOUT, clean_env, started_agents
+from conftest import TIMEOUT, clean_env, free_port, started_agents
 
 TOKEN = "t0ken-abc"
 NONCE = "n0nce-xyz"
@@ -407,9 +408,17 @@ def test_200_idle_connections(serve):
     assert call(a, "GET", "/health").status == 204
 
 
+def trusted(a):
+    """A keep-alive connection one of whose requests had the token."""
+    c = Client(a.sock())
+    c.send(request("GET", "/health"))
+    assert c.response().status == 204
+    return c
+
+
 def test_connection_bound(serve):
     a = serve(SANDBOX_AGENT_MAX_CONNECTIONS="2")
-    held = [a.sock(), a.sock()]
+    held = [trusted(a), trusted(a)]
     # Accepted by the kernel's backlog, but not served while two are open.
     waiting = Client(a.sock())
     waiting.send(request("GET", "/health"))
@@ -420,7 +429,88 @@ def test_connection_bound(serve):
     waiting.s.settimeout(10)
     assert waiting.response().status == 204
     waiting.close()
+    held[1].send(request("GET", "/health"))
+    assert held[1].response().status == 204
     held[1].close()
+
+
+def raise_nofile(want):
+    """The soft fd limit raised to want (at most the hard limit); the old one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    return soft, hard
+
+
+def test_idle_strangers_never_keep_out_a_client_with_the_token(serve):
+    """1,000 sockets that never send a byte (4 times the default bound) do
+    not keep a client with the token out, nor close one it had open: at the
+    bound each newcomer displaces the oldest connection none of whose
+    requests had the token. The wait is bounded (the agent's default HTTP
+    timeout, 60 s, is what it was)."""
+    old = raise_nofile(1200)
+    port = free_port()
+    a = serve(SANDBOX_AGENT_LISTEN="127.0.0.1:%d" % port)
+    flood = []
+    try:
+        keep = trusted(a)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 1100, "cannot open 1,000 sockets here"
+        for _ in range(1000):
+            s = socket.socket()
+            s.setblocking(False)
+            flood.append(s)
+            s.connect_ex(("127.0.0.1", port))
+        late = Client(a.sock(timeout=10))
+        late.send(request("GET", "/health"))
+        assert late.response().status == 204
+        late.close()
+        keep.send(request("GET", "/health"))
+        assert keep.response().status == 204
+        keep.close()
+    finally:
+        for s in flood:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, old)
+
+
+def test_a_refused_connection_is_displaced_before_a_trusted_one(serve):
+    """A connection whose requests were refused for the token (a 401 keeps
+    it open) is a stranger's: it is displaced; one with the token is not."""
+    a = serve(SANDBOX_AGENT_MAX_CONNECTIONS="2")
+    keep = trusted(a)
+    stranger = Client(a.sock())
+    stranger.send(request("GET", "/health", token="wrong"))
+    assert stranger.response().status == 401
+    late = Client(a.sock())
+    late.send(request("GET", "/health"))
+    assert late.response().status == 204  # the stranger's slot
+    stranger.s.settimeout(10)
+    assert stranger.closed()
+    keep.send(request("GET", "/health"))
+    assert keep.response().status == 204
+    for c in (keep, late):
+        c.close()
+
+
+def test_a_connection_with_no_request_past_the_token_has_the_first_head_deadline(serve):
+    a = serve(SANDBOX_AGENT_FIRST_HEAD_SECONDS="1")
+    keep = trusted(a)
+    idle = Client(a.sock())
+    slow = Client(a.sock())
+    slow.send(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    refused = Client(a.sock())
+    refused.send(request("GET", "/health", token=None))
+    assert refused.response().status == 401
+    for c in (idle, slow, refused):
+        c.s.settimeout(10)  # the HTTP timeout is 60 s
+    assert idle.closed()  # nothing sent: closed without a word
+    assert slow.response().status == 408
+    assert refused.closed()
+    # The trusted connection, idle longer than that, keeps the HTTP timeout.
+    keep.send(request("GET", "/health"))
+    assert keep.response().status == 204
+    for c in (keep, idle, slow, refused):
+        c.close()
 
 
 def test_idle_and_slow_clients_time_out(serve):
@@ -491,6 +581,8 @@ def test_insecure_serves_with_a_warning(serve, tmp_path):
     {"SANDBOX_AGENT_MAX_CONNECTIONS": "0"},
     {"SANDBOX_AGENT_MAX_CONNECTIONS": "many"},
     {"SANDBOX_AGENT_HTTP_TIMEOUT_SECONDS": "0"},
+    {"SANDBOX_AGENT_FIRST_HEAD_SECONDS": "0"},
+    {"SANDBOX_AGENT_FIRST_HEAD_SECONDS": "soon"},
 ])
 def test_bad_configuration_exits_2(agent, tmp_path, env):
     env.setdefault("SANDBOX_AGENT_LISTEN", "unix:" + str(tmp_path / "s.sock"))
