@@ -13,8 +13,9 @@
  *   LINGER   closing: the response is out, the write side shut, what the
  *            client still sends is dropped for CONN_LINGER_SECONDS
  * then HEAD again (keep-alive) or the end. Bytes of a second request that
- * arrive before the first is answered are not parsed: the first is answered,
- * then the connection closes (no pipelining).
+ * arrive in HANDLE or RESPOND are held unparsed (one read, CONN_HOLD_MAX;
+ * the socket is not read meanwhile) and parsed from the loop once the
+ * response is out.
  */
 #include "agent/api/connpriv.h"
 #include "agent/api/server.h"
@@ -31,7 +32,7 @@
 #define DISCARD_MAX (64u * 1024u)
 #define LINGER_MAX (1024u * 1024u)
 
-static char rbuf[64 * 1024]; /* one loop, one read at a time */
+static char rbuf[CONN_HOLD_MAX]; /* one loop, one read at a time */
 
 struct httpreq *conn_req(struct conn *c) { return &c->req; }
 unsigned conn_id(const struct conn *c) { return c->id; }
@@ -118,6 +119,7 @@ static void destroy(struct conn *c)
     close(c->fd);
     httpreq_free(&c->req);
     outq_free(&c->out);
+    buf_free(&c->held);
     s->dying--;
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
@@ -146,6 +148,7 @@ void conn_maybe_next(struct conn *c)
     if (c->dying || !c->req_done || !c->finished || outq_len(&c->out)) return;
     outq_trim(&c->out);
     if (c->close_after || !httpreq_keep_alive(&c->req) || c->srv->stopping) {
+        buf_free(&c->held);
         linger(c);
         return;
     }
@@ -155,7 +158,9 @@ void conn_maybe_next(struct conn *c)
     c->discarded = 0;
     c->st = ST_HEAD;
     c->since = ev_now(c->srv->loop);
-    ev_io_start(c->srv->loop, &c->rio);
+    /* Held bytes are parsed from the loop, not under the producer's call. */
+    if (c->held.len) ev_feed_event(c->srv->loop, &c->rio, EV_READ);
+    else ev_io_start(c->srv->loop, &c->rio);
     conn_timer_arm(c);
 }
 
@@ -194,10 +199,9 @@ static void on_head(struct conn *c)
     conn_timer_arm(c);
 }
 
-static void on_done(struct conn *c, int pipelined)
+static void on_done(struct conn *c)
 {
     c->req_done = 1;
-    if (pipelined) c->close_after = 1;
     if (c->responded) {
         c->st = ST_RESPOND;
         conn_maybe_next(c);
@@ -208,7 +212,8 @@ static void on_done(struct conn *c, int pipelined)
     c->srv->app.on_request(c, c->srv->app.ctx);
 }
 
-/* Bytes that are no request of ours to parse: pipelined, or lingering. */
+/* Bytes that are no request of ours to parse: after a request the
+ * connection closes after, or lingering. */
 static void discard(struct conn *c, size_t n)
 {
     c->discarded += n;
@@ -216,15 +221,31 @@ static void discard(struct conn *c, size_t n)
         if (c->discarded > LINGER_MAX) conn_kill(c);
         return;
     }
-    c->close_after = 1;
     if (c->discarded > DISCARD_MAX) ev_io_stop(c->srv->loop, &c->rio);
+}
+
+/* Bytes of the next request, before this one is answered: kept unparsed,
+ * and the socket is not read until they are parsed. */
+static void hold(struct conn *c, const char *p, size_t n)
+{
+    ev_io_stop(c->srv->loop, &c->rio);
+    if (buf_append(&c->held, p, n) < 0) { /* only one read is ever held */
+        c->close_after = 1;
+        discard(c, n);
+        return;
+    }
+    log_debug("serve: connection %u: %zu bytes of a pipelined request held", c->id, n);
 }
 
 static void input(struct conn *c, const char *p, size_t n)
 {
     while (n > 0 && !c->dying) {
-        if (c->st != ST_HEAD && c->st != ST_BODY) {
+        if (c->st == ST_LINGER || ((c->st == ST_HANDLE || c->st == ST_RESPOND) && c->close_after)) {
             discard(c, n);
+            return;
+        }
+        if (c->st == ST_HANDLE || c->st == ST_RESPOND) {
+            hold(c, p, n);
             return;
         }
         if (c->st == ST_HEAD) c->got_bytes = 1;
@@ -234,7 +255,7 @@ static void input(struct conn *c, const char *p, size_t n)
         p += used;
         n -= used;
         if (ev == HTTPREQ_HEAD) on_head(c);
-        else if (ev == HTTPREQ_DONE) on_done(c, n > 0);
+        else if (ev == HTTPREQ_DONE) on_done(c);
         else if (ev == HTTPREQ_ERROR) {
             refuse(c, httpreq_status(&c->req), httpreq_why(&c->req));
             return;
@@ -242,9 +263,31 @@ static void input(struct conn *c, const char *p, size_t n)
     }
 }
 
+/* Whether the socket is to be read now. */
+static int wants_input(const struct conn *c)
+{
+    return !c->dying && !c->paused && !c->held.len &&
+           (c->st == ST_LINGER || c->discarded <= DISCARD_MAX);
+}
+
+/* The held bytes, now that the request before them is answered. */
+static void replay(struct conn *c)
+{
+    size_t n = c->held.len;
+    memcpy(rbuf, c->held.data, n); /* held.len <= CONN_HOLD_MAX == sizeof rbuf */
+    buf_free(&c->held);
+    input(c, rbuf, n); /* may hold the rest again, after the next request */
+    if (wants_input(c)) ev_io_start(c->srv->loop, &c->rio);
+}
+
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;
+    if (c->held.len) {
+        if (c->st == ST_HEAD) replay(c);
+        else ev_io_stop(loop, &c->rio);
+        return;
+    }
     ssize_t n = read(c->fd, rbuf, sizeof rbuf);
     if (n > 0) {
         input(c, rbuf, (size_t)n);
@@ -300,6 +343,7 @@ struct conn *conn_open(struct server *s, int fd)
     c->id = ++s->next_id;
     httpreq_init(&c->req);
     outq_init(&c->out, CONN_QUEUE_MAX);
+    buf_init(&c->held, CONN_HOLD_MAX);
     ev_io_init(&c->rio, on_readable, fd, EV_READ);
     ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
     ev_init(&c->timer, on_timer);
@@ -329,7 +373,7 @@ void conn_resume(struct conn *c)
     if (c->dying || !c->paused) return;
     c->paused = 0;
     c->since = ev_now(c->srv->loop);
-    ev_io_start(c->srv->loop, &c->rio);
+    if (wants_input(c)) ev_io_start(c->srv->loop, &c->rio);
     conn_timer_arm(c);
 }
 

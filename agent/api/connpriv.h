@@ -29,6 +29,8 @@ struct conn {
     struct outq out;
     struct conn_hooks hooks;
     enum httpresp_framing framing;
+    struct buf held;          /* bytes of the next request, read before this one
+                                 was answered: one read at most (CONN_HOLD_MAX) */
     size_t discarded;
     unsigned got_bytes : 1;   /* some of this request's head arrived */
     unsigned have_head : 1;   /* ... all of it */

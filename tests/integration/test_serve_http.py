@@ -6,13 +6,16 @@ wire is the test's choice: keep-alive, chunked bodies, pipelining, oversize
 heads and bodies, garbage, idle and truncated clients, the connection bound,
 the token, the Connect error shape, and the stop on SIGTERM.
 """
+import base64
 import http.client
 import json
 import os
 import resource
 import signal
 import socket
+import struct
 import subprocess
+import threading
 import time
 
 import pytest
@@ -300,11 +303,85 @@ def test_http10(serve):
     assert c.closed()
 
 
-def test_pipelining_answers_the_first_then_closes(serve):
+def rpc(path, msg, stream=False, headers=None):
+    """A Connect request: a unary call, or a server stream's one envelope."""
+    data = json.dumps(msg).encode()
+    h = {"Content-Type": "application/connect+json" if stream else "application/json",
+         "Connect-Protocol-Version": "1"}
+    h.update(headers or {})
+    return request("POST", path, h, struct.pack(">BI", 0, len(data)) + data if stream else data)
+
+
+def envelopes(body):
+    """The (flags, message) of every envelope of a stream's body."""
+    out = []
+    while body:
+        flags, n = struct.unpack(">BI", body[:5])
+        out.append((flags, json.loads(body[5:5 + n])))
+        body = body[5 + n:]
+    return out
+
+
+def test_pipelined_requests_are_answered_in_order(serve):
+    """Requests sent back to back, before any answer, are each answered, in
+    order, on the same connection, which stays open."""
+    a = serve(FOO="bar")
+    c = Client(a.sock())
+    c.send(request("GET", "/health") + request("GET", "/envs") +
+           rpc("/process.Process/List", {}) + request("GET", "/health"))
+    assert c.response().status == 204
+    r = c.response()
+    assert r.status == 200 and r.json()["FOO"] == "bar"
+    r = c.response()
+    assert r.status == 200 and r.json() == {"processes": []}
+    assert c.response().status == 204
+    c.send(request("GET", "/health"))
+    assert c.response().status == 204
+    c.close()
+
+
+def test_a_request_pipelined_after_a_stream_waits_for_its_end(serve):
     a = serve()
     c = Client(a.sock())
-    c.send(request("GET", "/health") + request("GET", "/envs"))
+    start = rpc("/process.Process/Start", {"process": {"cmd": "/bin/sh", "args": ["-c", "echo hi"]}},
+                stream=True)
+    c.send(start + request("GET", "/health"))
+    r = c.response()
+    assert r.status == 200 and r.headers["content-type"] == "application/connect+json"
+    msgs = [m for _, m in envelopes(r.body)]
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for m in msgs
+                   if "data" in m.get("event", {}))
+    assert out == b"hi\n" and "end" in msgs[-2]["event"] and msgs[-1] == {}
     assert c.response().status == 204
+    c.close()
+
+
+def test_many_pipelined_requests_past_one_read(serve):
+    """More pipelined bytes than one read (64 KiB): the agent stops reading
+    while it holds some, and answers every request, in order."""
+    a = serve()
+    c = Client(a.sock())
+    n = 3000
+    data = b"".join(request("GET", "/health" if i % 2 else "/nowhere") for i in range(n))
+    assert len(data) > 2 * 64 * 1024
+    # Sent while the answers are read: a client that does not read its
+    # answers while it writes can deadlock any HTTP/1.1 server.
+    sender = threading.Thread(target=c.send, args=(data,), daemon=True)
+    sender.start()
+    try:
+        assert [c.response().status for _ in range(n)] == [404 if i % 2 == 0 else 204 for i in range(n)]
+    finally:
+        c.s.shutdown(socket.SHUT_RDWR)  # ends the sender, whatever happened
+        sender.join(TIMEOUT)
+        c.close()
+
+
+def test_a_pipelined_request_after_connection_close_is_not_answered(serve):
+    a = serve()
+    c = Client(a.sock())
+    c.send(request("GET", "/health", {"Connection": "close"}) + request("GET", "/envs"))
+    r = c.response()
+    assert r.status == 204 and r.headers["connection"] == "close"
     assert c.closed()
 
 
