@@ -15,13 +15,16 @@
  * then HEAD again (keep-alive) or the end. Bytes of a second request that
  * arrive in HANDLE or RESPOND are held unparsed (one read, CONN_HOLD_MAX;
  * the socket is not read meanwhile) and parsed from the loop once the
- * response is out.
+ * response is out. The client closing its side (EOF) after a whole request
+ * lets the response finish, then the connection closes; EOF anywhere else,
+ * or from a client gone both ways, ends the connection at once.
  */
 #include "agent/api/connpriv.h"
 #include "agent/api/server.h"
 #include "agent/core/log.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -147,6 +150,10 @@ void conn_maybe_next(struct conn *c)
 {
     if (c->dying || !c->req_done || !c->finished || outq_len(&c->out)) return;
     outq_trim(&c->out);
+    if (c->peer_eof) { /* the client has nothing more to say: the end */
+        conn_kill(c);
+        return;
+    }
     if (c->close_after || !httpreq_keep_alive(&c->req) || c->srv->stopping) {
         buf_free(&c->held);
         linger(c);
@@ -266,7 +273,7 @@ static void input(struct conn *c, const char *p, size_t n)
 /* Whether the socket is to be read now. */
 static int wants_input(const struct conn *c)
 {
-    return !c->dying && !c->paused && !c->held.len &&
+    return !c->dying && !c->peer_eof && !c->paused && !c->held.len &&
            (c->st == ST_LINGER || c->discarded <= DISCARD_MAX);
 }
 
@@ -278,6 +285,32 @@ static void replay(struct conn *c)
     buf_free(&c->held);
     input(c, rbuf, n); /* may hold the rest again, after the next request */
     if (wants_input(c)) ev_io_start(c->srv->loop, &c->rio);
+}
+
+/* 1 when the client is gone both ways, not only done sending: a Unix
+ * socket whose peer closed says so (POLLHUP); over TCP a FIN looks the same
+ * either way, and a client that is gone is found at the next write. */
+static int peer_gone(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* EOF from the client: after a whole request, its response is finished
+ * first (a half-close); anywhere else (idle, or a request cut short), or
+ * when the client is gone, it is the end. */
+static void on_eof(struct conn *c)
+{
+    if ((c->st == ST_HANDLE || c->st == ST_RESPOND) && !peer_gone(c->fd)) {
+        log_debug("serve: connection %u: the client closed its side; finishing the response", c->id);
+        c->peer_eof = 1;
+        c->close_after = 1;
+        ev_io_stop(c->srv->loop, &c->rio);
+        return;
+    }
+    if ((c->st != ST_HEAD && c->st != ST_LINGER) || c->got_bytes)
+        log_debug("serve: connection %u: closed by the client", c->id);
+    conn_kill(c);
 }
 
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
@@ -293,9 +326,12 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
         input(c, rbuf, (size_t)n);
         return;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (n < 0 || (c->st != ST_HEAD && c->st != ST_LINGER) || c->got_bytes)
-        log_debug("serve: connection %u: %s", c->id, n < 0 ? strerror(errno) : "closed by the client");
+    if (n == 0) {
+        on_eof(c);
+        return;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    log_debug("serve: connection %u: %s", c->id, strerror(errno));
     conn_kill(c);
 }
 

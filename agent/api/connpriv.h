@@ -44,6 +44,7 @@ struct conn {
     unsigned paused : 1;      /* conn_pause: the body's sink is full */
     unsigned trusted : 1;     /* conn_trust: a head passed the application's check */
     unsigned listed : 1;      /* on the server's untrusted list */
+    unsigned peer_eof : 1;    /* the client closed its side after a whole request */
 };
 
 /* (Re)arm the timer of the state; the wait counts from c->since. */

@@ -385,6 +385,52 @@ def test_a_pipelined_request_after_connection_close_is_not_answered(serve):
     assert c.closed()
 
 
+def half_closed(a, data):
+    """A connection that sent data, then shut its writing side."""
+    c = Client(a.sock())
+    c.send(data)
+    c.s.shutdown(socket.SHUT_WR)
+    return c
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_half_close_after_a_stream_request_gets_the_whole_stream(serve, transport):
+    a = serve(**({"SANDBOX_AGENT_LISTEN": "127.0.0.1:%d" % free_port()} if transport == "tcp" else {}))
+    c = half_closed(a, rpc("/process.Process/Start", {"process": {
+        "cmd": "/bin/sh", "args": ["-c", "echo one; echo two >&2; echo three"]}}, stream=True))
+    r = c.response()
+    assert r.status == 200
+    msgs = [m for _, m in envelopes(r.body)]
+    assert "start" in msgs[0]["event"] and msgs[-1] == {}
+    assert msgs[-2]["event"]["end"].get("exitCode", 0) == 0  # proto3 JSON leaves a 0 out
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for m in msgs
+                   if "stdout" in m.get("event", {}).get("data", {}))
+    assert out == b"one\nthree\n"
+    assert c.closed()  # then the end: no keep-alive after the client's EOF
+
+
+def test_half_close_after_a_unary_call_and_a_download(serve, tmp_path):
+    a = serve()
+    c = half_closed(a, rpc("/filesystem.Filesystem/Stat", {"path": str(tmp_path)}))
+    r = c.response()
+    assert r.status == 200 and r.json()["entry"]["path"] == str(tmp_path)
+    assert c.closed()
+    data = os.urandom(3 << 20)
+    (tmp_path / "f").write_bytes(data)
+    c = half_closed(a, request("GET", "/files?path=" + str(tmp_path / "f")))
+    r = c.response()
+    assert r.status == 200 and r.body == data
+    assert c.closed()
+
+
+def test_half_close_while_idle_or_mid_request_closes(serve):
+    a = serve()
+    assert half_closed(a, b"").closed()
+    assert half_closed(a, b"GET /health HTTP/1.1\r\nHost: x\r\n").closed()
+    assert half_closed(a, request("GET", "/health", {"Content-Length": "10"}) + b"abc").closed()
+    assert call(a, "GET", "/health").status == 204
+
+
 def test_oversize_head(serve):
     a = serve()
     c = Client(a.sock())
