@@ -2,9 +2,10 @@
  * routes.c - requests to handlers (see routes.h).
  *
  * Every request needs the token first, /health included (the contract says
- * every request; the E2B SDK sends it on every one). A connection is
- * trusted once a head of it has the token (all are without a token). Errors are Connect's
- * JSON {"code", "message"} on every route, so a client has one shape to read.
+ * every request; the E2B SDK sends it on every one); a connection is trusted
+ * (conn_trust) once a head of it has it, or at once when there is no token.
+ * Errors are Connect's JSON {"code", "message"} on every route, so a client
+ * has one shape to read.
  * The handlers of the RPC table are the process and filesystem services';
  * until one is wired its entry answers `unimplemented`.
  */
