@@ -302,7 +302,8 @@ static int peer_gone(int fd)
 static void on_eof(struct conn *c)
 {
     if ((c->st == ST_HANDLE || c->st == ST_RESPOND) && !peer_gone(c->fd)) {
-        log_debug("serve: connection %u: the client closed its side; finishing the response", c->id);
+        log_debug("serve: connection %u: the client closed its side; finishing the response",
+                  c->id);
         c->peer_eof = 1;
         c->close_after = 1;
         ev_io_stop(c->srv->loop, &c->rio);

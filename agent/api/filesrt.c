@@ -43,7 +43,8 @@ int files_target(struct conn *c, struct user_info *u, struct buf *path, int *hav
     int r;
     buf_init(&v, FSPATH_MAX);
     /* Refused before anything is acted on, whatever comes first. */
-    if (query_get(q, "username", &v) == QUERY_REPEATED || query_get(q, "path", &v) == QUERY_REPEATED) {
+    if (query_get(q, "username", &v) == QUERY_REPEATED ||
+        query_get(q, "path", &v) == QUERY_REPEATED) {
         files_error(c, 400, "a repeated username or path parameter");
         goto fail;
     }
