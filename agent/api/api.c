@@ -70,6 +70,18 @@ static int read_user(struct api_config *cfg, char *err)
     return 0;
 }
 
+/* Seconds above 0 from the variable name, else dflt. */
+static int read_seconds(const char *name, double dflt, double *out, char *err)
+{
+    const char *v = getenv(name);
+    *out = dflt;
+    if (v && *v && (num_seconds(v, NUM_MAX_SECONDS, out) < 0 || *out <= 0)) {
+        err_set(err, "%s must be a number of seconds above 0, not '%.40s'", name, v);
+        return -1;
+    }
+    return 0;
+}
+
 int api_config_read(struct api_config *cfg, const char *token, char *err)
 {
     uint64_t n;
@@ -78,12 +90,9 @@ int api_config_read(struct api_config *cfg, const char *token, char *err)
     if (read_listen(cfg, token && *token, err) < 0) return -1;
     if (read_count(ENV_MAX_CONNECTIONS, 1000000, DEFAULT_MAX_CONNECTIONS, &n, err) < 0) return -1;
     cfg->max_conns = (unsigned)n;
-    cfg->timeout = DEFAULT_HTTP_TIMEOUT;
-    const char *v = getenv(ENV_HTTP_TIMEOUT);
-    if (v && *v && (num_seconds(v, NUM_MAX_SECONDS, &cfg->timeout) < 0 || cfg->timeout <= 0)) {
-        err_set(err, ENV_HTTP_TIMEOUT " must be a number of seconds above 0, not '%.40s'", v);
+    if (read_seconds(ENV_HTTP_TIMEOUT, DEFAULT_HTTP_TIMEOUT, &cfg->timeout, err) < 0 ||
+        read_seconds(ENV_FIRST_HEAD, DEFAULT_FIRST_HEAD, &cfg->first_head, err) < 0)
         return -1;
-    }
     if (proc_table_opts_env(&cfg->procs, err) < 0 || pid1_config_read(&pc, err) < 0) return -1;
     cfg->procs.grace = pc.grace;
     return read_user(cfg, err);
@@ -184,7 +193,8 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
     procrpc_init(a->t);
     requser_default(a->cfg.user);
     routes_app(&a->routes, &app);
-    server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout, &app);
+    server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout,
+                 a->cfg.first_head, &app);
     a->started = 1;
     log_info("serve: listening on %s", a->cfg.listen);
     return 0;

@@ -5,7 +5,8 @@
  * mode owns both (reaper_init, pid1_init) and hands the loop over.
  *
  * Owns the configuration read from the environment (listen address, token
- * rule, connection bound, HTTP timeout, retention, default user, grace),
+ * rule, connection bound, HTTP and first-head timeouts, retention, default
+ * user, grace),
  * the listening socket, the process table, the server and the stop:
  * stop accepting, SIGTERM every started process group (SIGKILL after the
  * grace), and once every process has ended, end every open stream with its
@@ -26,6 +27,7 @@ struct api_config {
     struct listen_addr addr;
     unsigned max_conns;
     double timeout;               /* SANDBOX_AGENT_HTTP_TIMEOUT_SECONDS */
+    double first_head;            /* SANDBOX_AGENT_FIRST_HEAD_SECONDS */
     const char *user;             /* SANDBOX_AGENT_USER, or NULL: the agent's */
     struct proc_table_opts procs; /* retention, grace */
 };

@@ -1,10 +1,11 @@
 /*
  * conn.c - the reading half of a connection (see conn.h): requests in, the
- * states, the timers and the end; responses go out through respond.c.
+ * states, the timers, trust and the end; responses go out through respond.c.
  *
  * States, in the order a request goes through them:
  *   HEAD     waiting for a request head; the whole head must arrive within the
- *            server's timeout (an idle keep-alive connection is closed then)
+ *            server's timeout (first_head until the connection is trusted; an
+ *            idle keep-alive connection is closed then)
  *   BODY     reading the body; the timeout counts from the last byte read
  *   HANDLE   the request is complete, the application has not answered yet
  *   RESPOND  the response is being written; a whole response must make
@@ -12,14 +13,18 @@
  *   LINGER   closing: the response is out, the write side shut, what the
  *            client still sends is dropped for CONN_LINGER_SECONDS
  * then HEAD again (keep-alive) or the end. Bytes of a second request that
- * arrive before the first is answered are not parsed: the first is answered,
- * then the connection closes (no pipelining).
+ * arrive in HANDLE or RESPOND are held unparsed (one read, CONN_HOLD_MAX;
+ * the socket is not read meanwhile) and parsed from the loop once the
+ * response is out. The client closing its side (EOF) after a whole request
+ * lets the response finish, then the connection closes; EOF anywhere else,
+ * or from a client gone both ways, ends the connection at once.
  */
 #include "agent/api/connpriv.h"
 #include "agent/api/server.h"
 #include "agent/core/log.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -30,7 +35,7 @@
 #define DISCARD_MAX (64u * 1024u)
 #define LINGER_MAX (1024u * 1024u)
 
-static char rbuf[64 * 1024]; /* one loop, one read at a time */
+static char rbuf[CONN_HOLD_MAX]; /* one loop, one read at a time */
 
 struct httpreq *conn_req(struct conn *c) { return &c->req; }
 unsigned conn_id(const struct conn *c) { return c->id; }
@@ -42,7 +47,7 @@ void conn_set_hooks(struct conn *c, const struct conn_hooks *h) { c->hooks = *h;
 static double state_limit(const struct conn *c)
 {
     switch (c->st) {
-    case ST_HEAD: return c->srv->timeout;
+    case ST_HEAD: return c->trusted ? c->srv->timeout : c->srv->first_head;
     case ST_BODY: return c->paused ? 0 : c->srv->timeout; /* our wait, not the client's */
     case ST_RESPOND: return c->streaming || !outq_len(&c->out) ? 0 : c->srv->timeout;
     case ST_LINGER: return CONN_LINGER_SECONDS;
@@ -62,10 +67,44 @@ void conn_timer_arm(struct conn *c)
     ev_timer_start(loop, &c->timer);
 }
 
+/* ---- the server's list of untrusted connections, oldest first ---- */
+
+static void untrusted_add(struct conn *c)
+{
+    struct server *s = c->srv;
+    c->fprev = s->untrusted_last;
+    c->fnext = NULL;
+    if (s->untrusted_last) s->untrusted_last->fnext = c;
+    else s->untrusted = c;
+    s->untrusted_last = c;
+    c->listed = 1;
+}
+
+static void untrusted_remove(struct conn *c)
+{
+    struct server *s = c->srv;
+    if (!c->listed) return;
+    if (c->fprev) c->fprev->fnext = c->fnext;
+    else s->untrusted = c->fnext;
+    if (c->fnext) c->fnext->fprev = c->fprev;
+    else s->untrusted_last = c->fprev;
+    c->fprev = c->fnext = NULL;
+    c->listed = 0;
+}
+
+void conn_trust(struct conn *c)
+{
+    if (c->trusted) return;
+    c->trusted = 1;
+    untrusted_remove(c);
+}
+
 void conn_kill(struct conn *c)
 {
     if (c->dying) return;
     c->dying = 1;
+    c->srv->dying++;
+    untrusted_remove(c); /* never displaced twice */
     ev_io_stop(c->srv->loop, &c->rio);
     ev_io_stop(c->srv->loop, &c->wio);
     ev_timer_stop(c->srv->loop, &c->timer);
@@ -83,6 +122,8 @@ static void destroy(struct conn *c)
     close(c->fd);
     httpreq_free(&c->req);
     outq_free(&c->out);
+    buf_free(&c->held);
+    s->dying--;
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
@@ -109,7 +150,12 @@ void conn_maybe_next(struct conn *c)
 {
     if (c->dying || !c->req_done || !c->finished || outq_len(&c->out)) return;
     outq_trim(&c->out);
+    if (c->peer_eof) { /* the client has nothing more to say: the end */
+        conn_kill(c);
+        return;
+    }
     if (c->close_after || !httpreq_keep_alive(&c->req) || c->srv->stopping) {
+        buf_free(&c->held);
         linger(c);
         return;
     }
@@ -119,7 +165,9 @@ void conn_maybe_next(struct conn *c)
     c->discarded = 0;
     c->st = ST_HEAD;
     c->since = ev_now(c->srv->loop);
-    ev_io_start(c->srv->loop, &c->rio);
+    /* Held bytes are parsed from the loop, not under the producer's call. */
+    if (c->held.len) ev_feed_event(c->srv->loop, &c->rio, EV_READ);
+    else ev_io_start(c->srv->loop, &c->rio);
     conn_timer_arm(c);
 }
 
@@ -158,10 +206,9 @@ static void on_head(struct conn *c)
     conn_timer_arm(c);
 }
 
-static void on_done(struct conn *c, int pipelined)
+static void on_done(struct conn *c)
 {
     c->req_done = 1;
-    if (pipelined) c->close_after = 1;
     if (c->responded) {
         c->st = ST_RESPOND;
         conn_maybe_next(c);
@@ -172,7 +219,8 @@ static void on_done(struct conn *c, int pipelined)
     c->srv->app.on_request(c, c->srv->app.ctx);
 }
 
-/* Bytes that are no request of ours to parse: pipelined, or lingering. */
+/* Bytes that are no request of ours to parse: after a request the
+ * connection closes after, or lingering. */
 static void discard(struct conn *c, size_t n)
 {
     c->discarded += n;
@@ -180,15 +228,31 @@ static void discard(struct conn *c, size_t n)
         if (c->discarded > LINGER_MAX) conn_kill(c);
         return;
     }
-    c->close_after = 1;
     if (c->discarded > DISCARD_MAX) ev_io_stop(c->srv->loop, &c->rio);
+}
+
+/* Bytes of the next request, before this one is answered: kept unparsed,
+ * and the socket is not read until they are parsed. */
+static void hold(struct conn *c, const char *p, size_t n)
+{
+    ev_io_stop(c->srv->loop, &c->rio);
+    if (buf_append(&c->held, p, n) < 0) { /* only one read is ever held */
+        c->close_after = 1;
+        discard(c, n);
+        return;
+    }
+    log_debug("serve: connection %u: %zu bytes of a pipelined request held", c->id, n);
 }
 
 static void input(struct conn *c, const char *p, size_t n)
 {
     while (n > 0 && !c->dying) {
-        if (c->st != ST_HEAD && c->st != ST_BODY) {
+        if (c->st == ST_LINGER || ((c->st == ST_HANDLE || c->st == ST_RESPOND) && c->close_after)) {
             discard(c, n);
+            return;
+        }
+        if (c->st == ST_HANDLE || c->st == ST_RESPOND) {
+            hold(c, p, n);
             return;
         }
         if (c->st == ST_HEAD) c->got_bytes = 1;
@@ -198,7 +262,7 @@ static void input(struct conn *c, const char *p, size_t n)
         p += used;
         n -= used;
         if (ev == HTTPREQ_HEAD) on_head(c);
-        else if (ev == HTTPREQ_DONE) on_done(c, n > 0);
+        else if (ev == HTTPREQ_DONE) on_done(c);
         else if (ev == HTTPREQ_ERROR) {
             refuse(c, httpreq_status(&c->req), httpreq_why(&c->req));
             return;
@@ -206,17 +270,69 @@ static void input(struct conn *c, const char *p, size_t n)
     }
 }
 
+/* Whether the socket is to be read now. */
+static int wants_input(const struct conn *c)
+{
+    return !c->dying && !c->peer_eof && !c->paused && !c->held.len &&
+           (c->st == ST_LINGER || c->discarded <= DISCARD_MAX);
+}
+
+/* The held bytes, now that the request before them is answered. */
+static void replay(struct conn *c)
+{
+    size_t n = c->held.len;
+    memcpy(rbuf, c->held.data, n); /* held.len <= CONN_HOLD_MAX == sizeof rbuf */
+    buf_free(&c->held);
+    input(c, rbuf, n); /* may hold the rest again, after the next request */
+    if (wants_input(c)) ev_io_start(c->srv->loop, &c->rio);
+}
+
+/* 1 when the client is gone both ways, not only done sending: a Unix
+ * socket whose peer closed says so (POLLHUP); over TCP a FIN looks the same
+ * either way, and a client that is gone is found at the next write. */
+static int peer_gone(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* EOF from the client: after a whole request, its response is finished
+ * first (a half-close); anywhere else (idle, or a request cut short), or
+ * when the client is gone, it is the end. */
+static void on_eof(struct conn *c)
+{
+    if ((c->st == ST_HANDLE || c->st == ST_RESPOND) && !peer_gone(c->fd)) {
+        log_debug("serve: connection %u: the client closed its side; finishing the response",
+                  c->id);
+        c->peer_eof = 1;
+        c->close_after = 1;
+        ev_io_stop(c->srv->loop, &c->rio);
+        return;
+    }
+    if ((c->st != ST_HEAD && c->st != ST_LINGER) || c->got_bytes)
+        log_debug("serve: connection %u: closed by the client", c->id);
+    conn_kill(c);
+}
+
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;
+    if (c->held.len) {
+        if (c->st == ST_HEAD) replay(c);
+        else ev_io_stop(loop, &c->rio);
+        return;
+    }
     ssize_t n = read(c->fd, rbuf, sizeof rbuf);
     if (n > 0) {
         input(c, rbuf, (size_t)n);
         return;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (n < 0 || (c->st != ST_HEAD && c->st != ST_LINGER) || c->got_bytes)
-        log_debug("serve: connection %u: %s", c->id, n < 0 ? strerror(errno) : "closed by the client");
+    if (n == 0) {
+        on_eof(c);
+        return;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    log_debug("serve: connection %u: %s", c->id, strerror(errno));
     conn_kill(c);
 }
 
@@ -264,6 +380,7 @@ struct conn *conn_open(struct server *s, int fd)
     c->id = ++s->next_id;
     httpreq_init(&c->req);
     outq_init(&c->out, CONN_QUEUE_MAX);
+    buf_init(&c->held, CONN_HOLD_MAX);
     ev_io_init(&c->rio, on_readable, fd, EV_READ);
     ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
     ev_init(&c->timer, on_timer);
@@ -271,6 +388,7 @@ struct conn *conn_open(struct server *s, int fd)
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;
+    untrusted_add(c);
     c->st = ST_HEAD;
     c->since = ev_now(s->loop);
     ev_io_start(s->loop, &c->rio);
@@ -292,7 +410,7 @@ void conn_resume(struct conn *c)
     if (c->dying || !c->paused) return;
     c->paused = 0;
     c->since = ev_now(c->srv->loop);
-    ev_io_start(c->srv->loop, &c->rio);
+    if (wants_input(c)) ev_io_start(c->srv->loop, &c->rio);
     conn_timer_arm(c);
 }
 

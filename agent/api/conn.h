@@ -10,6 +10,15 @@
  * CONN_LOW_WATER: memory per connection stays below CONN_HIGH_WATER plus one
  * write, whatever the client does.
  *
+ * Trust: until one of its heads passes the application's check (the token:
+ * conn_trust), a connection has the server's short first-head deadline, and
+ * a newcomer at the connection bound may displace it (server.h). A trusted
+ * connection keeps its slot whatever strangers do.
+ *
+ * Pipelining: a request is never parsed before the one before it is
+ * answered; bytes of it that arrive early are held (CONN_HOLD_MAX) and
+ * parsed once the response is out, so every request is answered in order.
+ *
  * Lifetime: the server owns connections. No conn_* call ever frees one: a
  * connection that fails or is dropped is torn down from the event loop
  * afterwards, and whoever set hooks then gets hooks.gone, exactly once, as the
@@ -36,6 +45,9 @@
 /* After the response, a closing connection reads (and drops) what the client
  * still sends for this long, so the client sees the response, not a reset. */
 #define CONN_LINGER_SECONDS 2.0
+/* Bytes of a pipelined request read before the one before it is answered:
+ * held, not parsed, and the socket is not read while they are (one read). */
+#define CONN_HOLD_MAX (64u * 1024u)
 
 struct conn;
 struct server;
@@ -55,6 +67,8 @@ struct ev_loop *conn_loop(const struct conn *c);
 void conn_set_hooks(struct conn *c, const struct conn_hooks *h);
 /* 1 once a response has begun. */
 int conn_responded(const struct conn *c);
+/* The request's head passed the application's check (see Trust above). */
+void conn_trust(struct conn *c);
 
 /* A whole response: status, Content-Type (or NULL), more header lines each
  * ending "\r\n" (or NULL), body. Returns 0, or -1 when the connection is

@@ -18,6 +18,7 @@ enum conn_state { ST_HEAD, ST_BODY, ST_HANDLE, ST_RESPOND, ST_LINGER };
 struct conn {
     struct server *srv;
     struct conn *prev, *next;
+    struct conn *fprev, *fnext; /* the server's untrusted list, oldest first */
     int fd;
     unsigned id;
     ev_io rio, wio;
@@ -28,6 +29,8 @@ struct conn {
     struct outq out;
     struct conn_hooks hooks;
     enum httpresp_framing framing;
+    struct buf held;          /* bytes of the next request, read before this one
+                                 was answered: one read at most (CONN_HOLD_MAX) */
     size_t discarded;
     unsigned got_bytes : 1;   /* some of this request's head arrived */
     unsigned have_head : 1;   /* ... all of it */
@@ -39,6 +42,9 @@ struct conn {
     unsigned close_after : 1;
     unsigned dying : 1;
     unsigned paused : 1;      /* conn_pause: the body's sink is full */
+    unsigned trusted : 1;     /* conn_trust: a head passed the application's check */
+    unsigned listed : 1;      /* on the server's untrusted list */
+    unsigned peer_eof : 1;    /* the client closed its side after a whole request */
 };
 
 /* (Re)arm the timer of the state; the wait counts from c->since. */

@@ -40,8 +40,15 @@ int files_target(struct conn *c, struct user_info *u, struct buf *path, int *hav
     const char *q = httpreq_query(conn_req(c)), *why;
     char err[ERR_LEN];
     struct buf v;
+    int r;
     buf_init(&v, FSPATH_MAX);
-    int r = query_get(q, "username", &v);
+    /* Refused before anything is acted on, whatever comes first. */
+    if (query_get(q, "username", &v) == QUERY_REPEATED ||
+        query_get(q, "path", &v) == QUERY_REPEATED) {
+        files_error(c, 400, "a repeated username or path parameter");
+        goto fail;
+    }
+    r = query_get(q, "username", &v);
     if (r < 0 || (r > 0 && memchr(v.data, '\0', v.len))) {
         files_error(c, 400, "bad username parameter");
         goto fail;

@@ -8,6 +8,14 @@
  * is, so httpreq_feed returns at those two points with the bytes consumed so
  * far: the connection decides in between, and never parses a second request
  * before the first is answered.
+ *
+ * Transfer-Encoding (RFC 9112 section 6): http-parser frames a body as
+ * chunked when any Transfer-Encoding line ends with "chunked", whatever the
+ * other codings and lines say. The codings are therefore checked here,
+ * every line in order, before any body byte is parsed: a request whose
+ * last coding is not chunked (or that applies chunked twice, or is
+ * HTTP/1.0) cannot be framed (400); chunked after another coding is a
+ * coding this server does not implement (501).
  */
 #include "agent/api/httpreq.h"
 #include "agent/core/protocol.h"
@@ -98,6 +106,44 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
     return add_text(r, at, n);
 }
 
+/* Each coding of one Transfer-Encoding value, in order: how many there
+ * are, how many are chunked, and whether the last one is. */
+static void te_codings(const char *v, unsigned *n, unsigned *chunked, int *last_chunked)
+{
+    while (*v) {
+        v += strspn(v, " \t");
+        size_t len = strcspn(v, ",");
+        size_t k = len;
+        while (k && (v[k - 1] == ' ' || v[k - 1] == '\t')) k--;
+        if (k) { /* an empty list element is allowed, and nothing */
+            int is_chunked = k == 7 && !strncasecmp(v, "chunked", 7);
+            (*n)++;
+            *chunked += (unsigned)is_chunked;
+            *last_chunked = is_chunked;
+        }
+        v += len;
+        if (*v == ',') v++;
+    }
+}
+
+/* The Transfer-Encoding lines (see the top). Returns 0, or -1 failed. */
+static int check_te(struct httpreq *r)
+{
+    unsigned lines = 0, n = 0, chunked = 0;
+    int last_chunked = 0;
+    for (unsigned i = 0; i < r->nhdr; i++) {
+        if (strcasecmp(r->text.data + r->hdr[i].name, "Transfer-Encoding") != 0) continue;
+        lines++;
+        te_codings(r->text.data + r->hdr[i].value, &n, &chunked, &last_chunked);
+    }
+    if (!lines) return 0;
+    if (!r->http11) return fail(r, 400, "Transfer-Encoding in an HTTP/1.0 request");
+    if (!last_chunked || chunked > 1 || !(r->p.flags & F_CHUNKED))
+        return fail(r, 400, "Transfer-Encoding does not end with one chunked");
+    if (n > 1) return fail(r, 501, "transfer coding not implemented (only chunked)");
+    return 0;
+}
+
 static int on_headers_complete(http_parser *p)
 {
     struct httpreq *r = p->data;
@@ -110,6 +156,7 @@ static int on_headers_complete(http_parser *p)
     }
     r->keep_alive = http_should_keep_alive(p);
     r->http11 = p->http_minor >= 1;
+    if (check_te(r) < 0) return -1;
     r->phase = PH_BODY;
     http_parser_pause(p, 1);
     return 0;

@@ -2,7 +2,9 @@
  * httpreq.h - one HTTP/1.x request as it arrives on a connection, parsed by
  * http-parser: the head (method, target, headers) held within SERVE_HEAD_MAX
  * bytes, then the body as it is decoded (Content-Length or chunked), either
- * buffered up to a bound or handed to a sink.
+ * buffered up to a bound or handed to a sink. A Transfer-Encoding other than
+ * chunked alone is refused at the head: 501 for a coding before chunked,
+ * else 400.
  *
  * Pure: bytes in, events out, no sockets and no clock, so the unit tests and
  * the fuzzer drive it with any split of any input. The connection (conn.c)

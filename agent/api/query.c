@@ -37,18 +37,21 @@ static int key_is(const char *p, size_t n, const char *name)
 
 int query_get(const char *query, const char *name, struct buf *out)
 {
+    const char *v = NULL, *end = NULL;
     buf_reset(out);
     for (const char *p = query; *p;) {
         size_t n = strcspn(p, "&");
         const char *eq = memchr(p, '=', n);
         size_t kn = eq ? (size_t)(eq - p) : n;
         if (key_is(p, kn, name)) {
-            const char *v = eq ? eq + 1 : p + n;
-            if (decode(v, (size_t)(p + n - v), out) < 0 || !buf_cstr(out)) return -1;
-            return 1;
+            if (v) return QUERY_REPEATED;
+            v = eq ? eq + 1 : p + n;
+            end = p + n;
         }
         p += n;
         if (*p == '&') p++;
     }
-    return 0;
+    if (!v) return 0;
+    if (decode(v, (size_t)(end - v), out) < 0 || !buf_cstr(out)) return -1;
+    return 1;
 }

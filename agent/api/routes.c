@@ -2,8 +2,10 @@
  * routes.c - requests to handlers (see routes.h).
  *
  * Every request needs the token first, /health included (the contract says
- * every request; the E2B SDK sends it on every one). Errors are Connect's
- * JSON {"code", "message"} on every route, so a client has one shape to read.
+ * every request; the E2B SDK sends it on every one); a connection is trusted
+ * (conn_trust) once a head of it has it, or at once when there is no token.
+ * Errors are Connect's JSON {"code", "message"} on every route, so a client
+ * has one shape to read.
  * The handlers of the RPC table are the process and filesystem services';
  * until one is wired its entry answers `unimplemented`.
  */
@@ -83,6 +85,7 @@ static void on_head(struct conn *c, void *ctx)
         rpc_error_response(c, RPC_UNAUTHENTICATED, "missing or wrong " HEADER_ACCESS_TOKEN, NULL);
         return;
     }
+    conn_trust(c); /* past the token: strangers cannot displace it (server.h) */
     if (!strcmp(path, ROUTE_FILES)) {
         files_on_head(c);
         return;

@@ -1,11 +1,14 @@
 /*
  * server.c - accepting connections and stopping (see server.h).
  *
- * At the connection bound the accept watcher stops: new clients wait in the
- * kernel's backlog (no busy loop on a socket that stays readable) and the
- * watcher starts again when a connection closes. Running out of file
- * descriptors (EMFILE and the like) pauses accepting for ACCEPT_RETRY
- * seconds for the same reason.
+ * At the connection bound, a client waiting to be accepted displaces the
+ * oldest untrusted connection: it is killed, accepting pauses until it is
+ * torn down (the bound is never passed, not even for a moment), and the
+ * client is accepted in its place. With no untrusted connection left the
+ * accept watcher stops: new clients wait in the kernel's backlog (no busy
+ * loop on a socket that stays readable) and the watcher starts again when
+ * a connection closes. Running out of file descriptors (EMFILE and the
+ * like) pauses accepting for ACCEPT_RETRY seconds for the same reason.
  */
 #include "agent/api/server.h"
 #include "agent/api/conn.h"
@@ -30,10 +33,31 @@ static void accept_pause(struct server *s, double retry)
     }
 }
 
+/* At the bound, accepting waits for a slot: one being torn down, or an
+ * untrusted connection to displace when a client comes. */
+static int slot_coming(const struct server *s)
+{
+    return s->n < s->max || (s->untrusted && !s->dying);
+}
+
 static void accept_resume(struct server *s)
 {
-    if (s->stopping || s->fd < 0 || s->n >= s->max || ev_is_active(&s->retry_w)) return;
+    if (s->stopping || s->fd < 0 || !slot_coming(s) || ev_is_active(&s->retry_w)) return;
     ev_io_start(s->loop, &s->accept_w);
+}
+
+/* A client waits and every slot is taken: close the oldest untrusted
+ * connection; accepting goes on once it is torn down (server_conn_closed). */
+static void displace(struct server *s)
+{
+    accept_pause(s, 0);
+    if (s->dying || !s->untrusted) {
+        log_debug("serve: %u connections open, the bound: not accepting until one closes", s->n);
+        return;
+    }
+    log_debug("serve: %u connections open, the bound: closing connection %u, the oldest "
+              "with no request accepted, for a new one", s->n, conn_id(s->untrusted));
+    conn_kill(s->untrusted);
 }
 
 /* 1 to keep accepting, 0 when accept has nothing more for now. */
@@ -63,9 +87,13 @@ static int accept_one(struct server *s)
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct server *s = w->data;
+    if (s->n >= s->max) {
+        displace(s);
+        return;
+    }
     for (int i = 0; i < ACCEPT_BATCH && s->n < s->max; i++)
         if (!accept_one(s)) break;
-    if (s->n >= s->max) {
+    if (!slot_coming(s)) {
         log_debug("serve: %u connections open, the bound: not accepting until one closes", s->n);
         accept_pause(s, 0);
     }
@@ -85,7 +113,7 @@ static void on_drain_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 void server_start(struct server *s, struct ev_loop *loop, int fd, int tcp, unsigned max,
-                  double timeout, const struct server_app *app)
+                  double timeout, double first_head, const struct server_app *app)
 {
     memset(s, 0, sizeof *s);
     s->loop = loop;
@@ -93,6 +121,7 @@ void server_start(struct server *s, struct ev_loop *loop, int fd, int tcp, unsig
     s->tcp = tcp;
     s->max = max;
     s->timeout = timeout;
+    s->first_head = first_head < timeout ? first_head : timeout;
     s->app = *app;
     ev_io_init(&s->accept_w, on_accept, fd, EV_READ);
     ev_init(&s->retry_w, on_retry);

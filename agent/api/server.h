@@ -2,6 +2,12 @@
  * server.h - the listening socket of `serve` and its connections: accepting
  * (at most max at a time), the per-connection settings, and stopping.
  *
+ * Admission: connections none of whose heads passed the application's
+ * check yet (untrusted: conn.h) never keep out a new one. They have
+ * first_head seconds (at most the timeout) to send each head, and at the
+ * bound a new connection is accepted by closing the oldest of them; only
+ * when every open connection is trusted do newcomers wait in the backlog.
+ *
  * What a request means is the application's (routes.c): the server hands it
  * each request head, each complete request, and each request it refuses.
  */
@@ -38,10 +44,13 @@ struct server {
     ev_timer retry_w;    /* accept again after EMFILE and the like */
     ev_timer drain_w;
     unsigned n, max;     /* open connections, and the bound */
+    unsigned dying;      /* of them, killed and not yet torn down */
     unsigned next_id;
     double timeout;      /* head, body and unary-write timeout, seconds */
+    double first_head;   /* an untrusted connection's head timeout, <= timeout */
     struct server_app app;
     struct conn *conns;  /* every open connection (conn.c links them) */
+    struct conn *untrusted, *untrusted_last; /* those not trusted, oldest first (conn.c) */
     int stopping;
     server_drained_fn drained;
     void *drained_ctx;
@@ -49,7 +58,7 @@ struct server {
 
 /* Serve connections of the listening socket fd (non-blocking, CLOEXEC). */
 void server_start(struct server *s, struct ev_loop *loop, int fd, int tcp, unsigned max,
-                  double timeout, const struct server_app *app);
+                  double timeout, double first_head, const struct server_app *app);
 /* Stop accepting only: the socket is closed, open connections go on. */
 void server_close_listener(struct server *s);
 

@@ -58,10 +58,14 @@
 #define ENV_INSECURE "SANDBOX_AGENT_INSECURE"
 #define ENV_MAX_CONNECTIONS "SANDBOX_AGENT_MAX_CONNECTIONS"
 #define ENV_HTTP_TIMEOUT "SANDBOX_AGENT_HTTP_TIMEOUT_SECONDS"
+/* A connection none of whose requests passed the token check yet has this
+ * long to send a head (at most the HTTP timeout). */
+#define ENV_FIRST_HEAD "SANDBOX_AGENT_FIRST_HEAD_SECONDS"
 #define DEFAULT_LISTEN_PUBLIC "0.0.0.0:49983"  /* with a token */
 #define DEFAULT_LISTEN_LOCAL "127.0.0.1:49983" /* without one */
 #define DEFAULT_MAX_CONNECTIONS 256
 #define DEFAULT_HTTP_TIMEOUT 60.0
+#define DEFAULT_FIRST_HEAD 10.0
 #define SERVE_HEAD_MAX (64u * 1024u)         /* request line + headers */
 #define SERVE_BODY_MAX (16u * 1024u * 1024u) /* a unary request body */
 #define HEADER_ACCESS_TOKEN "X-Access-Token"

@@ -12,6 +12,7 @@ memory, and users: ownership, permission_denied, unknown users.
 import datetime
 import gzip
 import hashlib
+import json
 import os
 import select
 import shutil
@@ -21,6 +22,7 @@ import stat
 import struct
 import subprocess
 import tempfile
+import urllib.parse
 import zlib
 
 import pytest
@@ -881,3 +883,52 @@ def test_a_symlink_is_its_targets_type(fs, tmp_path):
         assert e["type"] == "FILE_TYPE_FILE" and e["symlinkTarget"] == str(f), e
     finally:
         s.close()
+# ---- repeated query parameters -----------------------------------------------------------
+
+
+
+def files_get_raw(fs, target):
+    c = fs.conn()
+    try:
+        c.request("GET", target, headers=fs.headers())
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("users", [("root", "nobody"), ("nobody", "root")])
+def test_a_repeated_username_is_400_whichever_comes_first(fs, pub, users):
+    """Which user a request acts as must not depend on the order of two
+    `username` parameters (a gateway that checks one would be bypassed):
+    GET and POST are refused before anything is read or written."""
+    secret = os.path.join(pub, "secret")
+    with open(secret, "w") as f:
+        f.write("root only")
+    os.chmod(secret, 0o600)
+    q = "username=%s&username=%s" % users
+    st, body = files_get_raw(fs, "/files?path=%s&%s" % (urllib.parse.quote(secret), q))
+    assert st == 400 and json.loads(body)["code"] == 400, body
+    target = os.path.join(pub, "up")
+    st, out = fs.post("/files?path=%s&%s" % (urllib.parse.quote(target), q), b"x",
+                      "application/octet-stream")
+    assert st == 400 and out["code"] == 400
+    assert not os.path.exists(target)
+    assert temp_files(pub) == []
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_a_repeated_path_is_400_whichever_comes_first(fs, tmp_path, order):
+    (tmp_path / "a").write_bytes(b"a")
+    (tmp_path / "b").write_bytes(b"b")
+    paths = [str(tmp_path / "a"), str(tmp_path / "b")][::1 if order == 0 else -1]
+    q = "&".join("path=" + urllib.parse.quote(p) for p in paths)
+    st, body = files_get_raw(fs, "/files?" + q)
+    assert st == 400 and json.loads(body)["code"] == 400, body
+    st, out = fs.post("/files?" + q, b"new", "application/octet-stream")
+    assert st == 400 and out["code"] == 400
+    assert (tmp_path / "a").read_bytes() == b"a" and (tmp_path / "b").read_bytes() == b"b"
+    # An escaped key is the same name.
+    st, body = files_get_raw(fs, "/files?path=%s&%%70ath=%s" % tuple(urllib.parse.quote(p) for p in paths))
+    assert st == 400
+    assert fs.get_file(paths[0])[0] == 200  # once is fine

@@ -6,17 +6,21 @@ wire is the test's choice: keep-alive, chunked bodies, pipelining, oversize
 heads and bodies, garbage, idle and truncated clients, the connection bound,
 the token, the Connect error shape, and the stop on SIGTERM.
 """
+import base64
 import http.client
 import json
 import os
+import resource
 import signal
 import socket
+import struct
 import subprocess
+import threading
 import time
 
 import pytest
 
-from conftest import TIMEOUT, clean_env, started_agents
+from conftest import TIMEOUT, clean_env, free_port, started_agents
 
 TOKEN = "t0ken-abc"
 NONCE = "n0nce-xyz"
@@ -299,12 +303,132 @@ def test_http10(serve):
     assert c.closed()
 
 
-def test_pipelining_answers_the_first_then_closes(serve):
+def rpc(path, msg, stream=False, headers=None):
+    """A Connect request: a unary call, or a server stream's one envelope."""
+    data = json.dumps(msg).encode()
+    h = {"Content-Type": "application/connect+json" if stream else "application/json",
+         "Connect-Protocol-Version": "1"}
+    h.update(headers or {})
+    return request("POST", path, h, struct.pack(">BI", 0, len(data)) + data if stream else data)
+
+
+def envelopes(body):
+    """The (flags, message) of every envelope of a stream's body."""
+    out = []
+    while body:
+        flags, n = struct.unpack(">BI", body[:5])
+        out.append((flags, json.loads(body[5:5 + n])))
+        body = body[5 + n:]
+    return out
+
+
+def test_pipelined_requests_are_answered_in_order(serve):
+    """Requests sent back to back, before any answer, are each answered, in
+    order, on the same connection, which stays open."""
+    a = serve(FOO="bar")
+    c = Client(a.sock())
+    c.send(request("GET", "/health") + request("GET", "/envs") +
+           rpc("/process.Process/List", {}) + request("GET", "/health"))
+    assert c.response().status == 204
+    r = c.response()
+    assert r.status == 200 and r.json()["FOO"] == "bar"
+    r = c.response()
+    assert r.status == 200 and r.json() == {"processes": []}
+    assert c.response().status == 204
+    c.send(request("GET", "/health"))
+    assert c.response().status == 204
+    c.close()
+
+
+def test_a_request_pipelined_after_a_stream_waits_for_its_end(serve):
     a = serve()
     c = Client(a.sock())
-    c.send(request("GET", "/health") + request("GET", "/envs"))
+    start = rpc("/process.Process/Start", {"process": {"cmd": "/bin/sh", "args": ["-c", "echo hi"]}},
+                stream=True)
+    c.send(start + request("GET", "/health"))
+    r = c.response()
+    assert r.status == 200 and r.headers["content-type"] == "application/connect+json"
+    msgs = [m for _, m in envelopes(r.body)]
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for m in msgs
+                   if "data" in m.get("event", {}))
+    assert out == b"hi\n" and "end" in msgs[-2]["event"] and msgs[-1] == {}
     assert c.response().status == 204
+    c.close()
+
+
+def test_many_pipelined_requests_past_one_read(serve):
+    """More pipelined bytes than one read (64 KiB): the agent stops reading
+    while it holds some, and answers every request, in order."""
+    a = serve()
+    c = Client(a.sock())
+    n = 3000
+    data = b"".join(request("GET", "/health" if i % 2 else "/nowhere") for i in range(n))
+    assert len(data) > 2 * 64 * 1024
+    # Sent while the answers are read: a client that does not read its
+    # answers while it writes can deadlock any HTTP/1.1 server.
+    sender = threading.Thread(target=c.send, args=(data,), daemon=True)
+    sender.start()
+    try:
+        assert [c.response().status for _ in range(n)] == [404 if i % 2 == 0 else 204 for i in range(n)]
+    finally:
+        c.s.shutdown(socket.SHUT_RDWR)  # ends the sender, whatever happened
+        sender.join(TIMEOUT)
+        c.close()
+
+
+def test_a_pipelined_request_after_connection_close_is_not_answered(serve):
+    a = serve()
+    c = Client(a.sock())
+    c.send(request("GET", "/health", {"Connection": "close"}) + request("GET", "/envs"))
+    r = c.response()
+    assert r.status == 204 and r.headers["connection"] == "close"
     assert c.closed()
+
+
+def half_closed(a, data):
+    """A connection that sent data, then shut its writing side."""
+    c = Client(a.sock())
+    c.send(data)
+    c.s.shutdown(socket.SHUT_WR)
+    return c
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_half_close_after_a_stream_request_gets_the_whole_stream(serve, transport):
+    a = serve(**({"SANDBOX_AGENT_LISTEN": "127.0.0.1:%d" % free_port()} if transport == "tcp" else {}))
+    c = half_closed(a, rpc("/process.Process/Start", {"process": {
+        "cmd": "/bin/sh", "args": ["-c", "echo one; echo two >&2; echo three"]}}, stream=True))
+    r = c.response()
+    assert r.status == 200
+    msgs = [m for _, m in envelopes(r.body)]
+    assert "start" in msgs[0]["event"] and msgs[-1] == {}
+    assert msgs[-2]["event"]["end"].get("exitCode", 0) == 0  # proto3 JSON leaves a 0 out
+    out = b"".join(base64.b64decode(m["event"]["data"]["stdout"]) for m in msgs
+                   if "stdout" in m.get("event", {}).get("data", {}))
+    assert out == b"one\nthree\n"
+    assert c.closed()  # then the end: no keep-alive after the client's EOF
+
+
+def test_half_close_after_a_unary_call_and_a_download(serve, tmp_path):
+    a = serve()
+    c = half_closed(a, rpc("/filesystem.Filesystem/Stat", {"path": str(tmp_path)}))
+    r = c.response()
+    assert r.status == 200 and r.json()["entry"]["path"] == str(tmp_path)
+    assert c.closed()
+    data = os.urandom(3 << 20)
+    (tmp_path / "f").write_bytes(data)
+    c = half_closed(a, request("GET", "/files?path=" + str(tmp_path / "f")))
+    r = c.response()
+    assert r.status == 200 and r.body == data
+    assert c.closed()
+
+
+def test_half_close_while_idle_or_mid_request_closes(serve):
+    a = serve()
+    assert half_closed(a, b"").closed()
+    assert half_closed(a, b"GET /health HTTP/1.1\r\nHost: x\r\n").closed()
+    assert half_closed(a, request("GET", "/health", {"Content-Length": "10"}) + b"abc").closed()
+    assert call(a, "GET", "/health").status == 204
 
 
 def test_oversize_head(serve):
@@ -354,6 +478,32 @@ def test_garbage_is_400(serve, junk):
     assert call(a, "GET", "/health").status == 204
 
 
+@pytest.mark.parametrize("lines,status,code", [
+    (["gzip, chunked"], 501, "unimplemented"),
+    (["gzip", "chunked"], 501, "unimplemented"),
+    (["chunked", "gzip"], 400, "invalid_argument"),
+    (["chunked, gzip"], 400, "invalid_argument"),
+    (["chunked, chunked"], 400, "invalid_argument"),
+    (["gzip"], 400, "invalid_argument"),
+])
+def test_transfer_codings_other_than_chunked(serve, lines, status, code):
+    """RFC 9112 section 6: only a lone, final `chunked` frames a body; a
+    coding before it is one this server does not implement (501), anything
+    else cannot be framed (400). The body is never read as chunked: the
+    request is refused at its head and the connection closes."""
+    a = serve()
+    c = Client(a.sock())
+    head = b"POST /process.Process/List HTTP/1.1\r\nHost: agent\r\nX-Access-Token: %s\r\n" % TOKEN.encode()
+    head += b"Content-Type: application/json\r\n"
+    head += b"".join(b"Transfer-Encoding: %s\r\n" % v.encode() for v in lines)
+    c.send(head + b"\r\n" + chunked(b"{}"))
+    r = c.response()
+    assert (r.status, r.headers["connection"]) == (status, "close")
+    assert r.headers["content-type"] == "application/json"
+    assert r.json()["code"] == code
+    assert c.closed()
+
+
 def test_truncated_request_does_not_disturb_others(serve):
     a = serve()
     stuck = Client(a.sock())
@@ -381,9 +531,17 @@ def test_200_idle_connections(serve):
     assert call(a, "GET", "/health").status == 204
 
 
+def trusted(a):
+    """A keep-alive connection one of whose requests had the token."""
+    c = Client(a.sock())
+    c.send(request("GET", "/health"))
+    assert c.response().status == 204
+    return c
+
+
 def test_connection_bound(serve):
     a = serve(SANDBOX_AGENT_MAX_CONNECTIONS="2")
-    held = [a.sock(), a.sock()]
+    held = [trusted(a), trusted(a)]
     # Accepted by the kernel's backlog, but not served while two are open.
     waiting = Client(a.sock())
     waiting.send(request("GET", "/health"))
@@ -394,7 +552,88 @@ def test_connection_bound(serve):
     waiting.s.settimeout(10)
     assert waiting.response().status == 204
     waiting.close()
+    held[1].send(request("GET", "/health"))
+    assert held[1].response().status == 204
     held[1].close()
+
+
+def raise_nofile(want):
+    """The soft fd limit raised to want (at most the hard limit); the old one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    return soft, hard
+
+
+def test_idle_strangers_never_keep_out_a_client_with_the_token(serve):
+    """1,000 sockets that never send a byte (4 times the default bound) do
+    not keep a client with the token out, nor close one it had open: at the
+    bound each newcomer displaces the oldest connection none of whose
+    requests had the token. The wait is bounded (the agent's default HTTP
+    timeout, 60 s, is what it was)."""
+    old = raise_nofile(1200)
+    port = free_port()
+    a = serve(SANDBOX_AGENT_LISTEN="127.0.0.1:%d" % port)
+    flood = []
+    try:
+        keep = trusted(a)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 1100, "cannot open 1,000 sockets here"
+        for _ in range(1000):
+            s = socket.socket()
+            s.setblocking(False)
+            flood.append(s)
+            s.connect_ex(("127.0.0.1", port))
+        late = Client(a.sock(timeout=10))
+        late.send(request("GET", "/health"))
+        assert late.response().status == 204
+        late.close()
+        keep.send(request("GET", "/health"))
+        assert keep.response().status == 204
+        keep.close()
+    finally:
+        for s in flood:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, old)
+
+
+def test_a_refused_connection_is_displaced_before_a_trusted_one(serve):
+    """A connection whose requests were refused for the token (a 401 keeps
+    it open) is a stranger's: it is displaced; one with the token is not."""
+    a = serve(SANDBOX_AGENT_MAX_CONNECTIONS="2")
+    keep = trusted(a)
+    stranger = Client(a.sock())
+    stranger.send(request("GET", "/health", token="wrong"))
+    assert stranger.response().status == 401
+    late = Client(a.sock())
+    late.send(request("GET", "/health"))
+    assert late.response().status == 204  # the stranger's slot
+    stranger.s.settimeout(10)
+    assert stranger.closed()
+    keep.send(request("GET", "/health"))
+    assert keep.response().status == 204
+    for c in (keep, late):
+        c.close()
+
+
+def test_a_connection_with_no_request_past_the_token_has_the_first_head_deadline(serve):
+    a = serve(SANDBOX_AGENT_FIRST_HEAD_SECONDS="1")
+    keep = trusted(a)
+    idle = Client(a.sock())
+    slow = Client(a.sock())
+    slow.send(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    refused = Client(a.sock())
+    refused.send(request("GET", "/health", token=None))
+    assert refused.response().status == 401
+    for c in (idle, slow, refused):
+        c.s.settimeout(10)  # the HTTP timeout is 60 s
+    assert idle.closed()  # nothing sent: closed without a word
+    assert slow.response().status == 408
+    assert refused.closed()
+    # The trusted connection, idle longer than that, keeps the HTTP timeout.
+    keep.send(request("GET", "/health"))
+    assert keep.response().status == 204
+    for c in (keep, idle, slow, refused):
+        c.close()
 
 
 def test_idle_and_slow_clients_time_out(serve):
@@ -465,6 +704,8 @@ def test_insecure_serves_with_a_warning(serve, tmp_path):
     {"SANDBOX_AGENT_MAX_CONNECTIONS": "0"},
     {"SANDBOX_AGENT_MAX_CONNECTIONS": "many"},
     {"SANDBOX_AGENT_HTTP_TIMEOUT_SECONDS": "0"},
+    {"SANDBOX_AGENT_FIRST_HEAD_SECONDS": "0"},
+    {"SANDBOX_AGENT_FIRST_HEAD_SECONDS": "soon"},
 ])
 def test_bad_configuration_exits_2(agent, tmp_path, env):
     env.setdefault("SANDBOX_AGENT_LISTEN", "unix:" + str(tmp_path / "s.sock"))

@@ -2,7 +2,8 @@
  * test_httpreq.c - the request head and body through http-parser
  * (agent/serve/httpreq.c): what is kept, the bounds (head 431, body 413,
  * header count), malformed input (400), keep-alive rules, pipelined bytes,
- * and that no split of the input changes the outcome.
+ * Transfer-Encoding codings (400, 501), and that no split of the input
+ * changes the outcome.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -279,6 +280,71 @@ static void test_expect_continue(void **s)
     httpreq_free(&r);
 }
 
+static int count_body(void *ctx, const char *p, size_t n)
+{
+    (void)p;
+    *(size_t *)ctx += n;
+    return 0;
+}
+
+/* Only a lone, final chunked frames a body; chunked after another coding
+ * is 501; anything else that names a coding is 400. No byte of the body is
+ * parsed as chunked unless the request is served. */
+static void test_transfer_codings(void **s)
+{
+    (void)s;
+    static const struct {
+        const char *te; /* the Transfer-Encoding lines */
+        int status;     /* 0: served */
+    } cases[] = {
+        {"Transfer-Encoding: chunked\r\n", 0},
+        {"Transfer-Encoding: Chunked \r\n", 0},
+        /* Empty list elements: http-parser does not frame these as chunked. */
+        {"Transfer-Encoding: , chunked\r\n", 400},
+        {"Transfer-Encoding: chunked,\r\n", 400},
+        {"Transfer-Encoding: gzip\r\n", 400},
+        {"Transfer-Encoding: identity\r\n", 400},
+        {"Transfer-Encoding: chunked, gzip\r\n", 400},
+        {"Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n", 400},
+        {"Transfer-Encoding: chunked, chunked\r\n", 400},
+        {"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", 400},
+        {"Transfer-Encoding: chunked;q=1\r\n", 400},
+        {"Transfer-Encoding:\r\n", 400},
+        {"Transfer-Encoding: gzip, chunked\r\n", 501},
+        {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", 501},
+        {"Transfer-Encoding: x-custom , CHUNKED\r\n", 501},
+        {"Transfer-Encoding: gzip,\r\n chunked\r\n", 501}, /* folded */
+        {NULL, 0},
+    };
+    for (int i = 0; cases[i].te; i++) {
+        char req[256];
+        snprintf(req, sizeof req, "POST /x HTTP/1.1\r\n%s\r\n5\r\nhello\r\n0\r\n\r\n", cases[i].te);
+        struct httpreq r;
+        size_t used, got = 0, n = strlen(req);
+        httpreq_init(&r);
+        enum httpreq_event ev = httpreq_feed(&r, req, n, &used);
+        if (ev == HTTPREQ_HEAD) {
+            httpreq_body_sink(&r, count_body, &got);
+            size_t more;
+            ev = httpreq_feed(&r, req + used, n - used, &more);
+        }
+        if (cases[i].status) {
+            assert_int_equal(ev, HTTPREQ_ERROR);
+            assert_int_equal(httpreq_status(&r), cases[i].status);
+            assert_int_equal(got, 0);
+        } else {
+            assert_int_equal(ev, HTTPREQ_DONE);
+            assert_int_equal(got, 5);
+        }
+        httpreq_free(&r);
+    }
+    /* HTTP/1.0 has no transfer codings: the framing is faulty. */
+    struct outcome o;
+    one("POST /x HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 0, &o);
+    assert_int_equal(o.ev, HTTPREQ_ERROR);
+    assert_int_equal(o.status, 400);
+}
+
 struct sink {
     char got[64];
     size_t n;
@@ -328,7 +394,7 @@ int main(void)
         cmocka_unit_test(test_chunked_every_split), cmocka_unit_test(test_pipelined),
         cmocka_unit_test(test_body_bounds), cmocka_unit_test(test_head_bounds),
         cmocka_unit_test(test_malformed),   cmocka_unit_test(test_expect_continue),
-        cmocka_unit_test(test_sink),
+        cmocka_unit_test(test_sink),        cmocka_unit_test(test_transfer_codings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -322,7 +322,7 @@ static int setup(void **state)
     int fd = listen_open(&a, err);
     assert_true(fd >= 0);
     w.loop = ev_loop_new(EVFLAG_AUTO);
-    server_start(&w.srv, w.loop, fd, 0, 16, 5.0, &app);
+    server_start(&w.srv, w.loop, fd, 0, 16, 5.0, 5.0, &app);
     *state = &w;
     return 0;
 }
