@@ -43,7 +43,7 @@ struct mode {
 
 static const struct mode modes[] = {
     {"run", run_main},       {"session", session_main}, {"fs", fs_main},
-    {"watch", watch_main},   {"exec", exec_main},       {"mcp-status", mcp_status_main},
+    {"watch", watch_main},   {"exec", exec_main},       {"mcp-status", mcpstatus_main},
     {"serve", serve_main},
 };
 

@@ -59,9 +59,9 @@ struct get {
 static int get_child(void *arg)
 {
     struct get *g = arg;
-    struct fs_file f;
-    struct fs_err e;
-    if (fs_read_open(g->path, &f, &e) < 0) {
+    struct files_reader f;
+    struct files_err e;
+    if (files_read_open(g->path, &f, &e) < 0) {
         char msg[MSG_MAX];
         int n = snprintf(msg, sizeof msg, "%s: %s", g->path, e.message);
         fsjob_reply(files_status(e.errnum), msg, (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1));
@@ -72,7 +72,7 @@ static int get_child(void *arg)
     long long len;
     int eof;
     if (fsjob_reply(0, (const char *)size, 8) < 0 ||
-        fs_read_copy(&f, 0, f.size, FSJOB_OUT_FD, &len, &eof, &e) < 0)
+        files_read_copy(&f, 0, f.size, FSJOB_OUT_FD, &len, &eof, &e) < 0)
         return 1;
     return 0;
 }

@@ -8,7 +8,7 @@
  * file's bytes (`out`) are written to the pipe of a helper that runs as the
  * user and writes the file with the file service: a temporary file beside
  * the target, the X-Metadata-* headers as `user.e2b.<key>` attributes on
- * it, fsync, rename (fs_write). When a helper's pipe is full the connection
+ * it, fsync, rename (files_write). When a helper's pipe is full the connection
  * stops being read (conn_pause) until it drains: a slow disk slows the
  * client, never grows memory or blocks the loop.
  *
@@ -283,7 +283,7 @@ void put_file_done(void *ctx, int32_t status, const char *data, size_t n)
         return;
     }
     size_t nlen;
-    const char *name = fs_last_name(f->path, &nlen);
+    const char *name = files_last_name(f->path, &nlen);
     int bad = (up->files > 1 && buf_puts(&up->reply, ", ") < 0) || buf_puts(&up->reply, "{\"name\": ") < 0 ||
               jsonw_str(&up->reply, name, nlen, JSONW_SURROGATEESCAPE) < 0 ||
               buf_puts(&up->reply, ", \"type\": \"file\", \"path\": ") < 0 ||

@@ -29,7 +29,7 @@ int files_status(int errnum)
     switch (errnum) {
     case ENOENT: case ENOTDIR: return 404;
     case EACCES: case EPERM: case EROFS: return 403;
-    case EISDIR: case FS_ENOTREG: case ENAMETOOLONG: case ELOOP: case EINVAL: case EEXIST: return 400;
+    case EISDIR: case FILES_ENOTREG: case ENAMETOOLONG: case ELOOP: case EINVAL: case EEXIST: return 400;
     case ENOSPC: case EDQUOT: return 507;
     default: return 500;
     }

@@ -31,7 +31,7 @@ void files_on_request(struct conn *c);
 /* For fileget.c and fileput.c. */
 /* envd's error: status, {"code": status, "message": msg}. */
 void files_error(struct conn *c, int status, const char *msg);
-/* The HTTP status of an errno of the file service (FS_ENOTREG included). */
+/* The HTTP status of an errno of the file service (FILES_ENOTREG included). */
 int files_status(int errnum);
 /* The user (?username=) and the path (?path=, "" when absent: the home)
  * resolved into path (NUL-terminated). have_path: whether ?path= was

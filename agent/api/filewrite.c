@@ -3,7 +3,7 @@
  * request asks for (Content-Type, Content-Encoding, the user and ?path=,
  * the X-Metadata-* headers, checked against the bounds of an extended
  * attribute), and one file's helper: the pipe and the socket it is driven
- * by, the child that writes the file as the user with fs_write_hooked, the
+ * by, the child that writes the file as the user with files_write_hooked, the
  * duplicate check, and the clean-up after a helper that died mid-write.
  *
  * The helper tells each temporary name on its verdict socket before the
@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #define VERDICT_FD (FSJOB_IN_FD0 + 1)
-/* A temporary path as the helper tells it (fswrite.c's bound), with its NUL. */
+/* A temporary path as the helper tells it (write.c's bound), with its NUL. */
 #define TMP_NAME_MAX (PATH_MAX + 64)
 /* fsetxattr's ENOSPC with this much room left on the filesystem is the
  * filesystem's bound on attributes, not a full disk. */
@@ -60,7 +60,7 @@ static int xattr_errno(int fd, int en, size_t vlen)
     return room >= vlen + XATTR_ROOM_MIN ? E2BIG : en;
 }
 
-/* fs_write's prepare: the metadata (exactly this upload's: a replaced file's
+/* files_write's prepare: the metadata (exactly this upload's: a replaced file's
  * attributes go with it), then the verdict. */
 static int prepare(void *ctx, int fd, const char *replaced)
 {
@@ -78,7 +78,7 @@ static int prepare(void *ctx, int fd, const char *replaced)
     return r == 1 && v == 'C' ? 0 : ECANCELED;
 }
 
-/* fs_write's named: the temporary path to the loop, NUL-terminated, without
+/* files_write's named: the temporary path to the loop, NUL-terminated, without
  * ever waiting (the loop reads it only if this helper dies). */
 static int named(void *ctx, const char *tmp)
 {
@@ -88,7 +88,7 @@ static int named(void *ctx, const char *tmp)
     return w == (ssize_t)n ? 0 : w < 0 ? errno : EAGAIN;
 }
 
-static int fail_message(const struct file *f, const struct fs_err *e, char *msg, size_t cap, int *status)
+static int fail_message(const struct file *f, const struct files_err *e, char *msg, size_t cap, int *status)
 {
     size_t plen = strlen(FSENTRY_XATTR_PREFIX);
     *status = e->errnum == ECANCELED ? 499 : files_status(e->errnum);
@@ -106,11 +106,11 @@ static int fail_message(const struct file *f, const struct fs_err *e, char *msg,
 static int file_child(void *arg)
 {
     const struct file *f = arg;
-    struct fs_write_opts o = {.parents = 1};
-    struct fs_write_hooks h = {prepare, named, f->up};
-    struct fs_err e;
+    struct files_write_opts o = {.parents = 1};
+    struct files_write_hooks h = {prepare, named, f->up};
+    struct files_err e;
     long long bytes;
-    if (fs_write_hooked(f->path, FSJOB_IN_FD0, &o, &h, &bytes, &e) == 0) return fsjob_reply(0, NULL, 0) < 0;
+    if (files_write_hooked(f->path, FSJOB_IN_FD0, &o, &h, &bytes, &e) == 0) return fsjob_reply(0, NULL, 0) < 0;
     char msg[1024];
     int status;
     int n = fail_message(f, &e, msg, sizeof msg, &status);
@@ -122,9 +122,9 @@ static int file_child(void *arg)
 static void remove_told(const char *tmp)
 {
     size_t n, tl;
-    const char *name = fs_last_name(tmp, &n), *t;
-    enum fs_tmp_kind k = tmp[0] == '/' ? fs_tmp_kind(name, n, &t, &tl) : FS_TMP_NONE;
-    if ((k == FS_TMP_NEW || k == FS_TMP_REPLACES) && unlink(tmp) < 0 && errno != ENOENT)
+    const char *name = files_last_name(tmp, &n), *t;
+    enum files_tmp_kind k = tmp[0] == '/' ? files_tmp_kind(name, n, &t, &tl) : FILES_TMP_NONE;
+    if ((k == FILES_TMP_NEW || k == FILES_TMP_REPLACES) && unlink(tmp) < 0 && errno != ENOENT)
         log_warn("upload: cannot remove %s: %s", tmp, strerror(errno));
 }
 
@@ -172,7 +172,7 @@ static int seen_before(struct put *up, const char *path)
     memcpy(s->path, path, len + 1);
     s->next = up->seen_list;
     up->seen_list = s;
-    htab_add(&up->seen, &s->node, h);
+    hash_add(&up->seen, &s->node, h);
     return 0;
 }
 
@@ -183,7 +183,7 @@ void put_seen_free(struct put *up)
         up->seen_list = s->next;
         free(s);
     }
-    htab_free(&up->seen);
+    hash_free(&up->seen);
 }
 
 /* The helper with its data pipe (fd 4) and verdict socket (fd 5: the
@@ -339,7 +339,7 @@ void files_put_head(struct conn *c)
     buf_init(&up->in, PUT_IN_MAX);
     buf_init(&up->reply, PUT_REPLY_MAX);
     buf_putc(&up->reply, '[');
-    htab_init(&up->seen, 16, 1);
+    hash_init(&up->seen, 16, 1);
     ev_init(&up->pipe_w, NULL);
     buf_init(&path, FSPATH_MAX);
     if (files_target(c, &up->u, &path, &have_path) < 0) {

@@ -244,7 +244,7 @@ int fsentry_stat_json_as(struct buf *b, const char *path, struct fsnames *names,
     struct stat st;
     if (lstat(path, &st) < 0) return -1;
     size_t nlen;
-    const char *name = fs_last_name(path, &nlen);
+    const char *name = files_last_name(path, &nlen);
     if (entry_json(b, path, name, nlen, &st, names, w) < 0) {
         errno = ENOMEM;
         return -1;

@@ -44,7 +44,7 @@ struct walk {
     int32_t code; /* a failure that ends the walk */
 };
 
-static int collect(void *ctx, const struct fs_entry *ent)
+static int collect(void *ctx, const struct files_entry *ent)
 {
     struct ldir *d = ctx;
     if (d->n == NAMES_MAX) return EFBIG;
@@ -112,16 +112,16 @@ done:
 static int32_t walk_dir(struct walk *w, const char *dir, uint32_t level)
 {
     struct ldir d = {0};
-    struct fs_err e;
+    struct files_err e;
     int32_t r = 0;
-    if (fs_list(dir, collect, &d, &e) < 0) {
+    if (files_list(dir, collect, &d, &e) < 0) {
         if (e.errnum == EFBIG) r = too_large(w);
         else if (level == 0) {
             buf_reset(w->out);
             buf_printf(w->out, "%s: %s", dir, e.message);
             r = w->code = fsrpc_code(e.errnum);
         }
-        fs_err_free(&e);
+        files_err_free(&e);
         ldir_free(&d);
         return r;
     }

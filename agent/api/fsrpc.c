@@ -34,7 +34,7 @@ enum rpc_code fsrpc_code(int errnum)
     case EACCES: case EPERM: case EROFS: return RPC_PERMISSION_DENIED;
     case EEXIST: return RPC_ALREADY_EXISTS;
     case ENOTEMPTY: case EBUSY: case EXDEV: return RPC_FAILED_PRECONDITION;
-    case EISDIR: case EINVAL: case ENAMETOOLONG: case ELOOP: case FS_ENOTREG: return RPC_INVALID_ARGUMENT;
+    case EISDIR: case EINVAL: case ENAMETOOLONG: case ELOOP: case FILES_ENOTREG: return RPC_INVALID_ARGUMENT;
     case ENOSPC: case EDQUOT: case ENOMEM: case EMFILE: case ENFILE: case EAGAIN: return RPC_RESOURCE_EXHAUSTED;
     default: return RPC_INTERNAL;
     }
@@ -146,7 +146,7 @@ int fsrpc_run(struct fsrpc_op *op)
 /* ---- the children ------------------------------------------------------------ */
 
 /* The failure e as the reply: its code, "path: message". */
-static int32_t fail_with(struct buf *out, const struct fs_err *e)
+static int32_t fail_with(struct buf *out, const struct files_err *e)
 {
     buf_reset(out);
     if (e->path) buf_printf(out, "%s: ", e->path);
@@ -157,7 +157,7 @@ static int32_t fail_with(struct buf *out, const struct fs_err *e)
 static int32_t fail_errno(struct buf *out, int errnum, const char *path)
 {
     buf_reset(out);
-    buf_printf(out, "%s: %s", path, fs_strerror(errnum));
+    buf_printf(out, "%s: %s", path, files_strerror(errnum));
     return (int32_t)fsrpc_code(errnum);
 }
 
@@ -176,12 +176,12 @@ static int32_t stat_child(struct fsrpc_op *op, struct buf *out) { return entry_r
 
 static int32_t mkdir_child(struct fsrpc_op *op, struct buf *out)
 {
-    struct fs_err e;
+    struct files_err e;
     int created;
-    if (fs_mkdir(op->path, 1, 0, 0, &created, &e) < 0) {
+    if (files_mkdir(op->path, 1, 0, 0, &created, &e) < 0) {
         struct stat st;
         int32_t code = fail_with(out, &e);
-        fs_err_free(&e);
+        files_err_free(&e);
         if (code == RPC_ALREADY_EXISTS && lstat(op->path, &st) == 0 && !S_ISDIR(st.st_mode)) {
             buf_reset(out);
             buf_printf(out, "path already exists but it is not a directory: %s", op->path);
@@ -200,7 +200,7 @@ static int32_t mkdir_child(struct fsrpc_op *op, struct buf *out)
 static int parent_of(const char *path, struct buf *dir)
 {
     size_t n;
-    const char *last = fs_last_name(path, &n);
+    const char *last = files_last_name(path, &n);
     size_t len = (size_t)(last - path);
     while (len > 1 && path[len - 1] == '/') len--;
     return buf_append(dir, path, len) < 0 || !buf_cstr(dir) ? -1 : 0;
@@ -208,16 +208,16 @@ static int parent_of(const char *path, struct buf *dir)
 
 static int32_t move_child(struct fsrpc_op *op, struct buf *out)
 {
-    struct fs_err e;
+    struct files_err e;
     struct buf dir;
     int created;
     buf_init(&dir, FSPATH_MAX);
-    int r = parent_of(op->path2, &dir) < 0 ? -1 : fs_mkdir(dir.data, 1, 0, 0, &created, &e);
+    int r = parent_of(op->path2, &dir) < 0 ? -1 : files_mkdir(dir.data, 1, 0, 0, &created, &e);
     buf_free(&dir);
-    if (r == 0) r = fs_move(op->path, op->path2, 1, &e);
+    if (r == 0) r = files_move(op->path, op->path2, 1, &e);
     if (r < 0) {
         int32_t code = fail_with(out, &e);
-        fs_err_free(&e);
+        files_err_free(&e);
         return code;
     }
     return entry_reply(out, op->path2);
@@ -225,11 +225,11 @@ static int32_t move_child(struct fsrpc_op *op, struct buf *out)
 
 static int32_t remove_child(struct fsrpc_op *op, struct buf *out)
 {
-    struct fs_err e;
-    if (fs_remove(op->path, 1, &e) < 0) {
+    struct files_err e;
+    if (files_remove(op->path, 1, &e) < 0) {
         /* Gone already: done, as envd's RemoveAll. */
         int32_t code = e.errnum == ENOENT ? 0 : fail_with(out, &e);
-        fs_err_free(&e);
+        files_err_free(&e);
         if (code) return code;
     }
     buf_reset(out);

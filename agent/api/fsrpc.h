@@ -38,7 +38,7 @@ void fsrpc_create_watcher(struct rpc_call *call, const cJSON *msg);
 void fsrpc_get_watcher_events(struct rpc_call *call, const cJSON *msg);
 void fsrpc_remove_watcher(struct rpc_call *call, const cJSON *msg);
 
-/* The Connect code of an errno of the file service (FS_ENOTREG included). */
+/* The Connect code of an errno of the file service (FILES_ENOTREG included). */
 enum rpc_code fsrpc_code(int errnum);
 /* The request's user, or -1 after failing the call (unauthenticated for an
  * unknown user, as envd; permission_denied when the agent cannot become it). */

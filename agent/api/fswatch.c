@@ -162,18 +162,18 @@ static uint64_t moved_key(const char *path, size_t dlen, const char *name, size_
 {
     uint64_t h = hash_bytes(HASH_SEED, path, dlen);
     h = hash_bytes(h, "/", 1);
-    h = hash_bytes(h, name, nlen < FS_TMP_NAME_CUT ? nlen : FS_TMP_NAME_CUT);
+    h = hash_bytes(h, name, nlen < FILES_TMP_NAME_CUT ? nlen : FILES_TMP_NAME_CUT);
     return h ? h : 1;
 }
 
 /* A temporary file renamed away (path, n bytes, its last component the
  * name of that kind carrying target): a write's is kept for its target's
  * rename. */
-static void moved_away(struct fswatch *w, enum fs_tmp_kind k, const char *path, size_t n,
+static void moved_away(struct fswatch *w, enum files_tmp_kind k, const char *path, size_t n,
                        const char *target, size_t tlen)
 {
     const char *slash = memrchr(path, '/', n);
-    if ((k != FS_TMP_NEW && k != FS_TMP_REPLACES) || !slash) return;
+    if ((k != FILES_TMP_NEW && k != FILES_TMP_REPLACES) || !slash) return;
     unsigned i = w->moved_next++ % FSWATCH_MOVED_SLOTS;
     w->moved[i].key = moved_key(path, (size_t)(slash - path), target, tlen);
     w->moved[i].kind = k;
@@ -190,7 +190,7 @@ static const uint32_t *written(struct fswatch *w, const char *path, size_t n)
     for (unsigned i = 0; i < FSWATCH_MOVED_SLOTS; i++) {
         if (w->moved[i].key != key) continue;
         w->moved[i].key = 0;
-        return w->moved[i].kind == FS_TMP_NEW ? written_new : written_over;
+        return w->moved[i].kind == FILES_TMP_NEW ? written_new : written_over;
     }
     return NULL;
 }
@@ -222,8 +222,8 @@ static void on_event(void *ctx, uint32_t mask, const char *path, size_t n, const
     size_t rn, tlen;
     const char *rel = relative(w, path, n, &rn), *slash = memrchr(rel, '/', rn), *target;
     size_t off = slash ? (size_t)(slash + 1 - rel) : 0;
-    enum fs_tmp_kind k = fs_tmp_kind(rel + off, rn - off, &target, &tlen);
-    if (k != FS_TMP_NONE) {
+    enum files_tmp_kind k = files_tmp_kind(rel + off, rn - off, &target, &tlen);
+    if (k != FILES_TMP_NONE) {
         if (mask & IN_MOVED_FROM) moved_away(w, k, path, n, target, tlen);
         return;
     }

@@ -71,7 +71,7 @@ struct fswatch {
     /* Atomic writes' temporary files renamed away (IN_MOVED_FROM), until
      * the IN_MOVED_TO of their targets: a hash of the directory and the
      * target's name the temporary name carries (0: a free slot), and the
-     * kind (enum fs_tmp_kind). A few, for renames in other directories of
+     * kind (enum files_tmp_kind). A few, for renames in other directories of
      * a recursive watch that come between the two halves of one. */
     struct {
         uint64_t key;

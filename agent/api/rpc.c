@@ -313,12 +313,12 @@ static const char *message_text(const struct rpc_method *m, const struct buf *bo
 
 cJSON *rpc_parse_json(const char *json, size_t n, const char **why)
 {
-    struct json_check jc;
+    struct jsoncheck jc;
     if (n == 0) { /* an empty message, as proto3 writes it */
         json = "{}";
         n = 2;
     }
-    if (json_check(json, n, &jc) < 0 || jc.type != JSON_OBJECT) {
+    if (jsoncheck(json, n, &jc) < 0 || jc.type != JSON_OBJECT) {
         *why = "the request message is not a JSON object";
         return NULL;
     }
@@ -332,7 +332,7 @@ cJSON *rpc_parse_json(const char *json, size_t n, const char **why)
     cJSON *msg = NULL;
     if (text) {
         memcpy(text, json, n);
-        msg = cJSON_ParseWithLength(text, json_unescape_bytes(text, n));
+        msg = cJSON_ParseWithLength(text, jsonbytes_unescape(text, n));
         free(text);
     }
     if (!msg) *why = "the request message cannot be decoded";

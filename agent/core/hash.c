@@ -22,7 +22,7 @@ uint64_t hash_u64(uint64_t v)
     return v ^ (v >> 31);
 }
 
-int htab_init(struct htab *t, size_t hint, int grow)
+int hash_init(struct htab *t, size_t hint, int grow)
 {
     size_t cap = 16;
     while (cap < hint && cap < ((size_t)1 << 40)) cap <<= 1;
@@ -34,7 +34,7 @@ int htab_init(struct htab *t, size_t hint, int grow)
     return 0;
 }
 
-void htab_free(struct htab *t)
+void hash_free(struct htab *t)
 {
     free(t->b);
     t->b = NULL;
@@ -60,7 +60,7 @@ static void rehash(struct htab *t)
     t->cap = cap;
 }
 
-void htab_add(struct htab *t, struct hnode *n, uint64_t h)
+void hash_add(struct htab *t, struct hnode *n, uint64_t h)
 {
     if (t->grow && t->count >= t->cap) rehash(t);
     struct hnode **head = &t->b[h & (t->cap - 1)];
@@ -70,7 +70,7 @@ void htab_add(struct htab *t, struct hnode *n, uint64_t h)
     t->count++;
 }
 
-void htab_del(struct htab *t, struct hnode *n)
+void hash_del(struct htab *t, struct hnode *n)
 {
     struct hnode **pp = &t->b[n->hash & (t->cap - 1)];
     while (*pp && *pp != n) pp = &(*pp)->next;
@@ -86,9 +86,9 @@ static struct hnode *same_hash(struct hnode *n, uint64_t h)
     return n;
 }
 
-struct hnode *htab_first(const struct htab *t, uint64_t h)
+struct hnode *hash_first(const struct htab *t, uint64_t h)
 {
     return same_hash(t->b[h & (t->cap - 1)], h);
 }
 
-struct hnode *htab_next(const struct hnode *n) { return same_hash(n->next, n->hash); }
+struct hnode *hash_next(const struct hnode *n) { return same_hash(n->next, n->hash); }

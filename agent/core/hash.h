@@ -40,20 +40,20 @@ uint64_t hash_u64(uint64_t v);
 
 /* Room for about `hint` nodes before the first growth. Returns 0, or -1
  * when out of memory. */
-int htab_init(struct htab *t, size_t hint, int grow);
+int hash_init(struct htab *t, size_t hint, int grow);
 /* Frees the bucket array only; the nodes belong to the caller. */
-void htab_free(struct htab *t);
+void hash_free(struct htab *t);
 /* Link n under hash h (duplicates are the caller's business). */
-void htab_add(struct htab *t, struct hnode *n, uint64_t h);
+void hash_add(struct htab *t, struct hnode *n, uint64_t h);
 /* Unlink n, which must be in the table. */
-void htab_del(struct htab *t, struct hnode *n);
+void hash_del(struct htab *t, struct hnode *n);
 /* The first node of hash h, and the next one of the same hash after n. */
-struct hnode *htab_first(const struct htab *t, uint64_t h);
-struct hnode *htab_next(const struct hnode *n);
+struct hnode *hash_first(const struct htab *t, uint64_t h);
+struct hnode *hash_next(const struct hnode *n);
 
 /* The record holding node pointer p, whose hnode member is `member`. */
 #define HASH_ENTRY(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
 /* Walk the nodes of hash h: `it` is a struct hnode * variable. */
-#define HASH_FOR_EACH(t, h, it) for ((it) = htab_first((t), (h)); (it); (it) = htab_next(it))
+#define HASH_FOR_EACH(t, h, it) for ((it) = hash_first((t), (h)); (it); (it) = hash_next(it))
 
 #endif

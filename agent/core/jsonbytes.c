@@ -21,7 +21,7 @@ static long escape_at(const char *s, size_t n, size_t i)
     return v;
 }
 
-size_t json_unescape_bytes(char *s, size_t n)
+size_t jsonbytes_unescape(char *s, size_t n)
 {
     size_t r = 0, w = 0;
     int in_str = 0, after_high = 0;

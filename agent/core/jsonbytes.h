@@ -11,12 +11,12 @@
 #include <stddef.h>
 
 /*
- * Rewrite s[0..n) in place, already checked by json_check: inside strings,
+ * Rewrite s[0..n) in place, already checked by jsoncheck: inside strings,
  * each \udcXX escape (XX 80..ff) that does not follow a high-surrogate
  * escape becomes the single byte 0xXX. Nothing else changes (an escaped
  * backslash stays one; a surrogate pair stays a pair). Returns the new
  * length, never more than n.
  */
-size_t json_unescape_bytes(char *s, size_t n);
+size_t jsonbytes_unescape(char *s, size_t n);
 
 #endif

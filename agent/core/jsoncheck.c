@@ -169,7 +169,7 @@ static int value(struct jc *c, int depth, enum json_type *type)
     }
 }
 
-int json_check(const char *s, size_t n, struct json_check *out)
+int jsoncheck(const char *s, size_t n, struct jsoncheck *out)
 {
     struct jc c = {(const unsigned char *)s, n, 0, NULL, 0, 0};
     enum json_type t = JSON_INVALID;
@@ -192,7 +192,7 @@ int json_check(const char *s, size_t n, struct json_check *out)
     return 0;
 }
 
-const char *json_type_name(enum json_type t)
+const char *jsoncheck_type_name(enum json_type t)
 {
     switch (t) {
     case JSON_OBJECT: return "an object";

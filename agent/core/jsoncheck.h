@@ -27,7 +27,7 @@ enum json_type {
 /* Nesting deeper than this is refused (bounded recursion). */
 #define JSONCHECK_MAX_DEPTH 512
 
-struct json_check {
+struct jsoncheck {
     enum json_type type;  /* of the top-level value */
     size_t start, end;    /* the value's span, surrounding whitespace excluded */
     size_t err_off;       /* where it went wrong */
@@ -36,8 +36,8 @@ struct json_check {
 };
 
 /* Returns 0 when s[0..n) is exactly one JSON value (with optional whitespace). */
-int json_check(const char *s, size_t n, struct json_check *out);
+int jsoncheck(const char *s, size_t n, struct jsoncheck *out);
 
-const char *json_type_name(enum json_type t);
+const char *jsoncheck_type_name(enum json_type t);
 
 #endif

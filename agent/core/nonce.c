@@ -27,7 +27,7 @@ static int taken_done;
 
 static int take_all(const char **err);
 
-int secret_take(const char *name, struct nonce *n, const char **err)
+int nonce_take_secret(const char *name, struct nonce *n, const char **err)
 {
     if (!taken_done && take_all(err) < 0) return -1;
     for (size_t i = 0; i < NSECRETS; i++) {
@@ -45,7 +45,7 @@ int secret_take(const char *name, struct nonce *n, const char **err)
     return -1;
 }
 
-int nonce_take(struct nonce *n, const char **err) { return secret_take(ENV_NONCE, n, err); }
+int nonce_take(struct nonce *n, const char **err) { return nonce_take_secret(ENV_NONCE, n, err); }
 
 static void overwrite(char *p, size_t n)
 {

@@ -27,9 +27,9 @@ struct nonce {
  */
 int nonce_take(struct nonce *n, const char **err);
 /* The same for the protected variable `name` (ENV_NONCE or ENV_TOKEN). */
-int secret_take(const char *name, struct nonce *n, const char **err);
+int nonce_take_secret(const char *name, struct nonce *n, const char **err);
 
-/* Overwrite a copy from nonce_take or secret_take, then free it. */
+/* Overwrite a copy from nonce_take or nonce_take_secret, then free it. */
 void nonce_wipe(struct nonce *n);
 /* Overwrite the module's own copies of every secret: for a fork of the agent
  * that must not hold them (with nonce_wipe of every copy it was handed).

@@ -1,9 +1,9 @@
 /*
- * files.c - the file service's shared pieces (see files.h, fsint.h): the
+ * files.c - the file service's shared pieces (see files.h, files_priv.h): the
  * error record, the pure path helpers, the entry helpers (type name, mtime,
  * readlink), the root and dot-name checks, mkdir -p of a parent.
  */
-#include "agent/files/fsint.h"
+#include "agent/files/files_priv.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
 
@@ -15,80 +15,80 @@
 
 /* ---- errors ---- */
 
-void fs_err_free(struct fs_err *e)
+void files_err_free(struct files_err *e)
 {
     free(e->path);
     e->path = NULL;
 }
 
-const char *fs_strerror(int errnum)
+const char *files_strerror(int errnum)
 {
-    return errnum == FS_ENOTREG ? "Not a regular file" : strerror(errnum);
+    return errnum == FILES_ENOTREG ? "Not a regular file" : strerror(errnum);
 }
 
-int fs_fail_take(struct fs_err *e, int errnum, char *path)
+int files_fail_take(struct files_err *e, int errnum, char *path)
 {
     if (!path) errnum = ENOMEM;
     e->errnum = errnum;
     e->at_fd = 0;
     e->path = path;
-    err_set(e->message, "%s", fs_strerror(errnum));
+    err_set(e->message, "%s", files_strerror(errnum));
     return -1;
 }
 
-int fs_fail(struct fs_err *e, int errnum, const char *path)
+int files_fail(struct files_err *e, int errnum, const char *path)
 {
-    return fs_fail_take(e, errnum, strdup(path ? path : ""));
+    return files_fail_take(e, errnum, strdup(path ? path : ""));
 }
 
-int fs_fail_msg(struct fs_err *e, int errnum, const char *path, const char *message)
+int files_fail_msg(struct files_err *e, int errnum, const char *path, const char *message)
 {
-    fs_fail(e, errnum, path);
+    files_fail(e, errnum, path);
     if (e->path) err_set(e->message, "%s", message);
     return -1;
 }
 
-int fs_fail_fd(struct fs_err *e, int errnum)
+int files_fail_fd(struct files_err *e, int errnum)
 {
     e->errnum = errnum;
     e->at_fd = 1;
     e->path = NULL;
-    err_set(e->message, "%s", fs_strerror(errnum));
+    err_set(e->message, "%s", files_strerror(errnum));
     return -1;
 }
 
 /* ---- paths ---- */
 
-enum fs_tmp_kind fs_tmp_kind(const char *name, size_t n, const char **target, size_t *tlen)
+enum files_tmp_kind files_tmp_kind(const char *name, size_t n, const char **target, size_t *tlen)
 {
     static const char mark[] = ".sbx-";
     size_t m = sizeof mark - 1;
-    if (n < m + 2 || name[0] != '.') return FS_TMP_NONE;
+    if (n < m + 2 || name[0] != '.') return FILES_TMP_NONE;
     size_t at = n;
     for (size_t i = n - m; i >= 1 && at == n; i--)
         if (!memcmp(name + i, mark, m)) at = i;
-    if (at == n || at + m == n) return FS_TMP_NONE;
+    if (at == n || at + m == n) return FILES_TMP_NONE;
     for (size_t i = at + m; i < n; i++) {
         char c = name[i];
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))
-            return FS_TMP_NONE;
+            return FILES_TMP_NONE;
     }
     *target = name + 1;
     *tlen = at - 1;
     const char *tail = name + at + m;
-    if (n - (at + m) < 3 || tail[1] != '-') return FS_TMP_OTHER;
-    if (tail[0] == FS_TMP_MARK_NEW) return FS_TMP_NEW;
-    return tail[0] == FS_TMP_MARK_REPLACES ? FS_TMP_REPLACES : FS_TMP_OTHER;
+    if (n - (at + m) < 3 || tail[1] != '-') return FILES_TMP_OTHER;
+    if (tail[0] == FILES_TMP_MARK_NEW) return FILES_TMP_NEW;
+    return tail[0] == FILES_TMP_MARK_REPLACES ? FILES_TMP_REPLACES : FILES_TMP_OTHER;
 }
 
-int fs_is_tmp_name(const char *name, size_t n)
+int files_is_tmp_name(const char *name, size_t n)
 {
     const char *t;
     size_t tl;
-    return fs_tmp_kind(name, n, &t, &tl) != FS_TMP_NONE;
+    return files_tmp_kind(name, n, &t, &tl) != FILES_TMP_NONE;
 }
 
-char *fs_join(const char *dir, const char *name)
+char *files_join(const char *dir, const char *name)
 {
     size_t dl = strlen(dir), nl = strlen(name);
     int slash = dl > 0 && dir[dl - 1] != '/';
@@ -100,7 +100,7 @@ char *fs_join(const char *dir, const char *name)
     return p;
 }
 
-const char *fs_last_name(const char *path, size_t *len)
+const char *files_last_name(const char *path, size_t *len)
 {
     size_t end = strlen(path);
     while (end > 1 && path[end - 1] == '/') end--;
@@ -111,7 +111,7 @@ const char *fs_last_name(const char *path, size_t *len)
     return path + start;
 }
 
-char *fs_strip_slashes(const char *path)
+char *files_strip_slashes(const char *path)
 {
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/') n--;
@@ -122,12 +122,12 @@ char *fs_strip_slashes(const char *path)
     return p;
 }
 
-int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack)
+int files_tmp_prefix(char *out, size_t cap, const char *target, size_t slack)
 {
     const char *slash = strrchr(target, '/');
     size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
     size_t blen = strlen(target + dirlen);
-    if (blen > FS_TMP_NAME_CUT) blen = FS_TMP_NAME_CUT;
+    if (blen > FILES_TMP_NAME_CUT) blen = FILES_TMP_NAME_CUT;
     if (dirlen + blen + slack >= cap) return -1;
     memcpy(out, target, dirlen);
     out[dirlen] = '.';
@@ -136,20 +136,20 @@ int fs_tmp_prefix(char *out, size_t cap, const char *target, size_t slack)
     return (int)(dirlen + 1 + blen);
 }
 
-int fs_is_dots(const char *name)
+int files_is_dots(const char *name)
 {
     return name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
 }
 
 /* A check on the open directory's inode, never on a path before the walk:
  * the guest could swap a directory for a symlink to / in between. */
-int fs_is_root(const struct stat *st)
+int files_is_root(const struct stat *st)
 {
     struct stat root;
     return stat("/", &root) == 0 && st->st_dev == root.st_dev && st->st_ino == root.st_ino;
 }
 
-int fs_make_parents(const char *path)
+int files_make_parents(const char *path)
 {
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/') n--; /* "a/b/" names a/b */
@@ -170,7 +170,7 @@ int fs_make_parents(const char *path)
 
 /* ---- entries ---- */
 
-const char *fs_type_name(mode_t m)
+const char *files_type_name(mode_t m)
 {
     switch (m & S_IFMT) {
     case S_IFREG: return "file";
@@ -184,19 +184,19 @@ const char *fs_type_name(mode_t m)
     }
 }
 
-double fs_mtime(const struct stat *st)
+double files_mtime(const struct stat *st)
 {
     /* Exactly CPython's fill_time(): (double)sec + nsec * 1e-9. */
     return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec * 1e-9;
 }
 
-void fs_entry_free(struct fs_entry *ent)
+void files_entry_free(struct files_entry *ent)
 {
     free(ent->target);
     ent->target = NULL;
 }
 
-char *fs_readlink(int dirfd, const char *name, size_t *len)
+char *files_readlink(int dirfd, const char *name, size_t *len)
 {
     size_t cap = 256;
     for (;;) {
@@ -215,7 +215,7 @@ char *fs_readlink(int dirfd, const char *name, size_t *len)
         }
         free(p);
         /* Truncated: try larger, up to a bound no real target reaches. */
-        if (cap >= FS_LINK_MAX) {
+        if (cap >= FILES_LINK_MAX) {
             errno = ENAMETOOLONG;
             return NULL;
         }

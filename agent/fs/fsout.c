@@ -97,7 +97,7 @@ int fsout_status(int e)
         return EXIT_FS_MISSING;
     case EISDIR:
         return EXIT_FS_ISDIR;
-    case FS_ENOTREG:
+    case FILES_ENOTREG:
         return EXIT_FS_NOTREG;
     case EFBIG:
         return EXIT_FS_TOO_LARGE;
@@ -110,17 +110,17 @@ int fsout_status(int e)
 static int error_json(struct buf *b, int e, const char *message, const char *path, long long size)
 {
     char code[32];
-    const char *name = e == FS_ENOTREG ? "ENOTREG" : fsout_errno_name(e);
+    const char *name = e == FILES_ENOTREG ? "ENOTREG" : fsout_errno_name(e);
     if (!name) {
         /* An errno newer than our table: still a stable, parseable code. */
         snprintf(code, sizeof code, "E%d", e);
         name = code;
     }
-    if (!message) message = fs_strerror(e);
+    if (!message) message = files_strerror(e);
     if (jsonw_key(b, "error") < 0 || buf_putc(b, '{') < 0 || jsonw_key(b, "code") < 0 ||
         jsonw_cstr(b, name) < 0 || buf_puts(b, ", ") < 0 || jsonw_key(b, "errno") < 0)
         return -1;
-    if ((e == FS_ENOTREG ? buf_puts(b, "null") : buf_put_i64(b, e)) < 0) return -1;
+    if ((e == FILES_ENOTREG ? buf_puts(b, "null") : buf_put_i64(b, e)) < 0) return -1;
     if (buf_puts(b, ", ") < 0 || jsonw_key(b, "message") < 0 ||
         jsonw_str(b, message, strlen(message), JSONW_REPLACE) < 0 || buf_puts(b, ", ") < 0 ||
         jsonw_key(b, "path") < 0 || jsonw_cstr(b, path ? path : "") < 0)
@@ -139,7 +139,7 @@ int fsout_fail_size(const char *op, int e, const char *message, const char *path
     struct buf b;
     /* Bounded by the path (argv or a tree path) plus a short message. */
     buf_init(&b, (size_t)-1 / 2);
-    const char *msg = message ? message : fs_strerror(e);
+    const char *msg = message ? message : files_strerror(e);
     log_warn("fs %s: %s: %s", op, path ? path : "", msg);
     if (buf_puts(&b, "{\"ok\": false, ") == 0 && error_json(&b, e, message, path, size) == 0 &&
         buf_putc(&b, '}') == 0)
@@ -155,24 +155,24 @@ int fsout_fail(const char *op, int e, const char *message, const char *path)
     return fsout_fail_size(op, e, message, path, -1);
 }
 
-int fsout_fail_err(const char *op, struct fs_err *e, const char *fd_name)
+int fsout_fail_err(const char *op, struct files_err *e, const char *fd_name)
 {
     int rc = fsout_fail(op, e->errnum, e->message, e->at_fd ? fd_name : e->path);
-    fs_err_free(e);
+    files_err_free(e);
     return rc;
 }
 
-int fsout_entry_json(struct buf *b, const struct fs_entry *ent)
+int fsout_entry_json(struct buf *b, const struct files_entry *ent)
 {
     const struct stat *st = &ent->st;
     if (buf_putc(b, '{') < 0 || jsonw_key(b, "name") < 0 ||
         jsonw_str(b, ent->name, ent->nlen, JSONW_SURROGATEESCAPE) < 0 || buf_puts(b, ", ") < 0 ||
         jsonw_key(b, "path") < 0 || jsonw_str(b, ent->path, ent->plen, JSONW_SURROGATEESCAPE) < 0 ||
         buf_puts(b, ", ") < 0 || jsonw_key(b, "type") < 0 ||
-        jsonw_cstr(b, fs_type_name(st->st_mode)) < 0 ||
+        jsonw_cstr(b, files_type_name(st->st_mode)) < 0 ||
         buf_puts(b, ", \"size\": ") < 0 || buf_put_i64(b, (long long)st->st_size) < 0 ||
         buf_puts(b, ", \"mode\": ") < 0 || buf_put_u64(b, st->st_mode & 07777, 0) < 0 ||
-        buf_puts(b, ", \"mtime\": ") < 0 || jsonw_double(b, fs_mtime(st)) < 0 ||
+        buf_puts(b, ", \"mtime\": ") < 0 || jsonw_double(b, files_mtime(st)) < 0 ||
         buf_puts(b, ", \"uid\": ") < 0 || buf_put_u64(b, st->st_uid, 0) < 0 ||
         buf_puts(b, ", \"gid\": ") < 0 || buf_put_u64(b, st->st_gid, 0) < 0)
         return -1;

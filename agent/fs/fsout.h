@@ -28,11 +28,11 @@ int fsout_ok(void);
 /* The symbolic name of an errno value ("ENOENT"), or NULL when unknown. */
 const char *fsout_errno_name(int e);
 
-/* Exit status for an errno (or FS_ENOTREG): 66, 67, 68, 69 or 1. */
+/* Exit status for an errno (or FILES_ENOTREG): 66, 67, 68, 69 or 1. */
 int fsout_status(int e);
 
 /* Append the error object `"error": {...}` (key included) to b. message may be
- * NULL for fs_strerror(e). Path is bytes, written surrogateescape. */
+ * NULL for files_strerror(e). Path is bytes, written surrogateescape. */
 int fsout_error_json(struct buf *b, int e, const char *message, const char *path);
 
 /*
@@ -46,9 +46,9 @@ int fsout_fail_size(const char *op, int e, const char *message, const char *path
 
 /* fsout_fail for a failure of the file service, whose fd (when e->at_fd)
  * is called fd_name ("<stdin>"); frees e->path. */
-int fsout_fail_err(const char *op, struct fs_err *e, const char *fd_name);
+int fsout_fail_err(const char *op, struct files_err *e, const char *fd_name);
 
 /* Append one ENTRY object for ent ("target" only when ent has one). */
-int fsout_entry_json(struct buf *b, const struct fs_entry *ent);
+int fsout_entry_json(struct buf *b, const struct files_entry *ent);
 
 #endif

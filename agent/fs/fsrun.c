@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define FLUSH_AT (64 * 1024)
-/* One entry is at most two 255-byte names, a link target of FS_LINK_MAX and
+/* One entry is at most two 255-byte names, a link target of FILES_LINK_MAX and
  * the path, each escaped at worst 6x: far under this bound. */
 #define LIST_BUF_MAX (8 * 1024 * 1024)
 /* A bare result: a few integers and booleans. */
@@ -51,8 +51,8 @@ static int list_flush(struct list_out *o)
     return 0;
 }
 
-/* fs_list's callback: one ENTRY, and a flush every FLUSH_AT bytes. */
-static int list_entry(void *ctx, const struct fs_entry *ent)
+/* files_list's callback: one ENTRY, and a flush every FLUSH_AT bytes. */
+static int list_entry(void *ctx, const struct files_entry *ent)
 {
     struct list_out *o = ctx;
     size_t before = o->out.len;
@@ -85,20 +85,20 @@ int fsrun_list(const struct fs_args *a)
 {
     const char *path = a->paths[0];
     struct list_out o = {{0}, 0, 0, 0};
-    struct fs_err e;
+    struct files_err e;
     int rc;
     buf_init(&o.out, LIST_BUF_MAX);
     if (buf_puts(&o.out, SENTINEL_FS "{\"ok\": true, \"path\": ") < 0 ||
         jsonw_str(&o.out, path, strlen(path), JSONW_SURROGATEESCAPE) < 0 ||
         buf_puts(&o.out, ", \"entries\": [") < 0) {
         rc = fsout_fail("list", ENOMEM, NULL, path);
-    } else if (fs_list(path, list_entry, &o, &e) == 0) {
+    } else if (files_list(path, list_entry, &o, &e) == 0) {
         rc = list_end(&o, path, 0);
     } else if (!o.flushed && !o.write_failed) {
         rc = fsout_fail_err("list", &e, NULL);
     } else {
         rc = o.write_failed ? EXIT_FS_FAILED : list_end(&o, path, e.errnum);
-        fs_err_free(&e);
+        files_err_free(&e);
     }
     buf_free(&o.out);
     return rc;
@@ -117,9 +117,9 @@ static int result(struct buf *b, int built)
 int fsrun_stat(const struct fs_args *a)
 {
     const char *path = a->paths[0];
-    struct fs_entry ent;
-    struct fs_err e;
-    if (fs_stat(path, a->follow, &ent, &e) < 0) return fsout_fail_err("stat", &e, NULL);
+    struct files_entry ent;
+    struct files_err e;
+    if (files_stat(path, a->follow, &ent, &e) < 0) return fsout_fail_err("stat", &e, NULL);
     struct buf b;
     int rc;
     buf_init(&b, LIST_BUF_MAX);
@@ -130,15 +130,15 @@ int fsrun_stat(const struct fs_args *a)
     } else {
         rc = result(&b, 0);
     }
-    fs_entry_free(&ent);
+    files_entry_free(&ent);
     return rc;
 }
 
 int fsrun_mkdir(const struct fs_args *a)
 {
-    struct fs_err e;
+    struct files_err e;
     int created;
-    if (fs_mkdir(a->paths[0], a->parents, a->has_mode, a->mode, &created, &e) < 0)
+    if (files_mkdir(a->paths[0], a->parents, a->has_mode, a->mode, &created, &e) < 0)
         return fsout_fail_err("mkdir", &e, NULL);
     struct buf b;
     buf_init(&b, RESULT_MAX);
@@ -148,25 +148,25 @@ int fsrun_mkdir(const struct fs_args *a)
 
 int fsrun_remove(const struct fs_args *a)
 {
-    struct fs_err e;
-    if (fs_remove(a->paths[0], a->recursive, &e) < 0) return fsout_fail_err("remove", &e, NULL);
+    struct files_err e;
+    if (files_remove(a->paths[0], a->recursive, &e) < 0) return fsout_fail_err("remove", &e, NULL);
     return fsout_ok();
 }
 
 int fsrun_move(const struct fs_args *a)
 {
-    struct fs_err e;
-    if (fs_move(a->paths[0], a->paths[1], a->overwrite, &e) < 0) return fsout_fail_err("move", &e, NULL);
+    struct files_err e;
+    if (files_move(a->paths[0], a->paths[1], a->overwrite, &e) < 0) return fsout_fail_err("move", &e, NULL);
     return fsout_ok();
 }
 
 int fsrun_write(const struct fs_args *a)
 {
     /* A one-shot process: a fatal signal mid-write removes the temporary file. */
-    struct fs_write_opts o = {a->has_mode, a->mode, a->parents, a->append, 1};
-    struct fs_err e;
+    struct files_write_opts o = {a->has_mode, a->mode, a->parents, a->append, 1};
+    struct files_err e;
     long long n;
-    if (fs_write(a->paths[0], STDIN_FILENO, &o, &n, &e) < 0) return fsout_fail_err("write", &e, "<stdin>");
+    if (files_write(a->paths[0], STDIN_FILENO, &o, &n, &e) < 0) return fsout_fail_err("write", &e, "<stdin>");
     struct buf b;
     buf_init(&b, RESULT_MAX);
     return result(&b, buf_puts(&b, "{\"ok\": true, \"bytes\": ") < 0 || buf_put_i64(&b, n) < 0 ||
@@ -196,10 +196,10 @@ static int read_result(long long size, uint64_t offset, long long len, int eof)
 int fsrun_read(const struct fs_args *a)
 {
     const char *path = a->paths[0];
-    struct fs_file f;
-    struct fs_err e;
+    struct files_reader f;
+    struct files_err e;
     fsout_set_fd(STDERR_FILENO);
-    if (fs_read_open(path, &f, &e) < 0) return fsout_fail_err("read", &e, "<stdout>");
+    if (files_read_open(path, &f, &e) < 0) return fsout_fail_err("read", &e, "<stdout>");
     /* --max-bytes weighs all that remains from the offset, whatever --length
      * cuts from it: a chunked export passes its overall cap with each chunk,
      * and the first is refused before any byte moves (README, fs read). */
@@ -209,10 +209,10 @@ int fsrun_read(const struct fs_args *a)
     int eof, rc;
     if (a->has_max && (uint64_t)remaining > a->max)
         rc = read_too_large(path, f.size, remaining, a);
-    else if (fs_read_copy(&f, a->offset, want, STDOUT_FILENO, &len, &eof, &e) < 0)
+    else if (files_read_copy(&f, a->offset, want, STDOUT_FILENO, &len, &eof, &e) < 0)
         rc = fsout_fail_err("read", &e, "<stdout>");
     else
         rc = read_result(f.size, a->offset, len, eof);
-    fs_read_close(&f);
+    files_read_close(&f);
     return rc;
 }

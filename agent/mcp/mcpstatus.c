@@ -149,7 +149,7 @@ static size_t dict_keys(const cJSON *doc, struct key *keys, struct htab *t)
             continue;
         }
         keys[nk] = (struct key){{NULL, 0}, name, c};
-        htab_add(t, &keys[nk++].node, h);
+        hash_add(t, &keys[nk++].node, h);
     }
     return nk;
 }
@@ -163,7 +163,7 @@ static int put_all(struct buf *b, const cJSON *doc)
     if (n == 0) return buf_putc(b, ']');
     struct key *keys = malloc(n * sizeof *keys);
     struct htab t;
-    if (!keys || htab_init(&t, n, 0) < 0) {
+    if (!keys || hash_init(&t, n, 0) < 0) {
         free(keys);
         return -1;
     }
@@ -171,7 +171,7 @@ static int put_all(struct buf *b, const cJSON *doc)
     int rc = 0;
     for (size_t i = 0; i < nk && rc == 0; i++)
         if ((i && buf_puts(b, ", ") < 0) || put_status(b, keys[i].name, keys[i].last) < 0) rc = -1;
-    htab_free(&t);
+    hash_free(&t);
     free(keys);
     return rc < 0 ? -1 : buf_putc(b, ']');
 }
@@ -227,8 +227,8 @@ static cJSON *load_doc(const char *path)
     size_t len = 0;
     char *text = read_doc(path, &len);
     cJSON *doc = NULL;
-    struct json_check jc;
-    if (text && json_check(text, len, &jc) == 0 && jc.type == JSON_OBJECT)
+    struct jsoncheck jc;
+    if (text && jsoncheck(text, len, &jc) == 0 && jc.type == JSON_OBJECT)
         doc = cJSON_ParseWithLength(text, len);
     else if (text)
         log_info("mcp-status: %s is not a JSON object", path);
@@ -236,7 +236,7 @@ static cJSON *load_doc(const char *path)
     return doc;
 }
 
-int mcp_status_main(int argc, char **argv)
+int mcpstatus_main(int argc, char **argv)
 {
     const char *cerr = NULL, *name = NULL, *path = MCP_STATUS_PATH;
     if (log_init(&cerr) < 0) {

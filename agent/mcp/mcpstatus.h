@@ -5,6 +5,6 @@
 #define SA_MCPSTATUS_H
 
 /* argv[0] is "mcp-status". Returns the process exit code. */
-int mcp_status_main(int argc, char **argv);
+int mcpstatus_main(int argc, char **argv);
 
 #endif

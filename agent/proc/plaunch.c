@@ -97,7 +97,7 @@ static char **env_dedup(const char **all, size_t n)
     struct env_node *nodes = calloc(n ? n : 1, sizeof *nodes);
     char **out = calloc(n + 1, sizeof *out);
     struct htab seen;
-    if (!nodes || !out || htab_init(&seen, n, 0) < 0) {
+    if (!nodes || !out || hash_init(&seen, n, 0) < 0) {
         free(nodes);
         free(out);
         return NULL;
@@ -117,13 +117,13 @@ static char **env_dedup(const char **all, size_t n)
         if (dup) continue;
         nodes[i].s = s;
         nodes[i].namelen = nl;
-        htab_add(&seen, &nodes[i].h, h);
+        hash_add(&seen, &nodes[i].h, h);
         out[--kept] = (char *)s;
     }
     /* Shift the kept entries to the front, still in order. */
     memmove(out, out + kept, (n - kept) * sizeof *out);
     out[n - kept] = NULL;
-    htab_free(&seen);
+    hash_free(&seen);
     free(nodes);
     return out;
 }

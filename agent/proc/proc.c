@@ -44,8 +44,8 @@ int proc_table_opts_env(struct proc_table_opts *o, char *err)
 struct proc_table *proc_table_new(struct ev_loop *loop, const struct proc_table_opts *o, char *err)
 {
     struct proc_table *t = calloc(1, sizeof *t);
-    if (!t || htab_init(&t->pids, 64, 1) < 0 || htab_init(&t->tags, 16, 1) < 0) {
-        if (t) htab_free(&t->pids);
+    if (!t || hash_init(&t->pids, 64, 1) < 0 || hash_init(&t->tags, 16, 1) < 0) {
+        if (t) hash_free(&t->pids);
         free(t);
         err_set(err, "out of memory");
         return NULL;
@@ -83,8 +83,8 @@ static void rec_free(struct proc *p)
 {
     struct proc_table *t = p->t;
     pio_release(p);
-    if (p->pid_indexed) htab_del(&t->pids, &p->by_pid);
-    if (p->tag && p->seq) htab_del(&t->tags, &p->by_tag);
+    if (p->pid_indexed) hash_del(&t->pids, &p->by_pid);
+    if (p->tag && p->seq) hash_del(&t->tags, &p->by_tag);
     if (p->seq) {
         if (p->prev) p->prev->next = p->next;
         else t->first = p->next;
@@ -110,8 +110,8 @@ void proc_table_free(struct proc_table *t)
 {
     if (!t) return;
     while (t->first) rec_free(t->first);
-    htab_free(&t->pids);
-    htab_free(&t->tags);
+    hash_free(&t->pids);
+    hash_free(&t->tags);
     free(t);
 }
 
@@ -156,13 +156,13 @@ static void rec_link(struct proc_table *t, struct proc *p)
 {
     struct proc *old = proc_by_pid(t, p->pid);
     if (old) {
-        htab_del(&t->pids, &old->by_pid);
+        hash_del(&t->pids, &old->by_pid);
         old->pid_indexed = 0;
     }
-    htab_add(&t->pids, &p->by_pid, hash_u64((uint64_t)p->pid));
+    hash_add(&t->pids, &p->by_pid, hash_u64((uint64_t)p->pid));
     p->pid_indexed = 1;
     p->seq = ++t->seq;
-    if (p->tag) htab_add(&t->tags, &p->by_tag, tag_hash(p->tag));
+    if (p->tag) hash_add(&t->tags, &p->by_tag, tag_hash(p->tag));
     p->prev = t->last;
     if (t->last) t->last->next = p;
     else t->first = p;

@@ -95,7 +95,7 @@ static int serve_prepare(int argc, char **argv, struct serve_state *st)
     const char *why = NULL;
     int help;
     if (pid1_begin(&st->nonce) < 0) return -1;
-    if (secret_take(ENV_TOKEN, &st->token, &why) < 0) {
+    if (nonce_take_secret(ENV_TOKEN, &st->token, &why) < 0) {
         log_error("%s", why);
         return -1;
     }

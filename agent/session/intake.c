@@ -1,5 +1,5 @@
 /*
- * intake.c - mailbox lines become requests (see state.h).
+ * intake.c - mailbox lines become requests (see session_priv.h).
  *
  * Owns the mailbox follower (mailbox.c) and the queue bounds, and fills the
  * duplicate window (seen.c, made at setup): each line is parsed (msgline.c),
@@ -8,7 +8,7 @@
  * Reading pauses while the queue is at its running bound and resumes below
  * half of it, and pauses while stdout is behind (output.c).
  */
-#include "agent/session/state.h"
+#include "agent/session/session_priv.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
@@ -35,7 +35,7 @@ static int duplicate(struct session *s, const char *id, size_t n)
 }
 
 /* A request line for the handler. Returns 1 when reading must pause. */
-static int accept_request(struct session *s, const struct msg_request *m, const char *line, size_t n)
+static int accept_request(struct session *s, const struct msgline_request *m, const char *line, size_t n)
 {
     if (!handler_running(&s->h) && queue_full(s, n + 1)) {
         log_warn("request queue full (%zu requests, %zu bytes) while the handler restarts; "
@@ -56,8 +56,8 @@ static int accept_request(struct session *s, const struct msg_request *m, const 
 /* A line over SESSION_LINE_MAX: answered when its head shows an id. */
 static void too_large(struct session *s, const char *head, size_t n)
 {
-    struct msg_request m;
-    if (!msg_peek_id(head, n, m.id, &m.idlen)) {
+    struct msgline_request m;
+    if (!msgline_peek_id(head, n, m.id, &m.idlen)) {
         log_warn("mailbox: a line over %u bytes without a readable id dropped", SESSION_LINE_MAX);
         return;
     }
@@ -68,7 +68,7 @@ static void too_large(struct session *s, const char *head, size_t n)
 }
 
 /* Not a request: answered bad_request when an id could be read. */
-static void bad_request(struct session *s, const struct msg_request *m, const char *p, size_t n)
+static void bad_request(struct session *s, const struct msgline_request *m, const char *p, size_t n)
 {
     if (!m->idlen) {
         char what[96];
@@ -84,12 +84,12 @@ static void bad_request(struct session *s, const struct msg_request *m, const ch
 /* One mailbox line. Returns 1 when the queue is at its bound. */
 static int take_line(struct session *s, enum lsplit_kind kind, const char *p, size_t n)
 {
-    struct msg_request m;
+    struct msgline_request m;
     if (kind == LSPLIT_TOO_LARGE) {
         too_large(s, p, n);
         return 0;
     }
-    switch (msg_parse_request(p, n, &m)) {
+    switch (msgline_parse_request(p, n, &m)) {
     case MSG_BLANK:
         return 0;
     case MSG_BAD:

@@ -3,7 +3,7 @@
  *
  * Why a hand-written walk of the top-level members rather than cJSON_Parse of
  * the whole line: a 16 MiB line of `[0,0,0,...]` becomes hundreds of MiB of
- * cJSON nodes. The line is validated by json_check (strict, no allocation),
+ * cJSON nodes. The line is validated by jsoncheck (strict, no allocation),
  * then only the two values the agent needs ("id", "timeout") are located by a
  * non-recursive walk and decoded on their own; cJSON decodes the number.
  */
@@ -23,7 +23,7 @@ static int id_char(unsigned char c)
            c == '_' || c == ':' || c == '-';
 }
 
-int msg_id_valid(const char *s, size_t n)
+int msgline_id_valid(const char *s, size_t n)
 {
     if (n < 1 || n > MSG_ID_MAX || s[0] == '_' || s[n - 1] == '_') return 0;
     for (size_t i = 0; i < n; i++) {
@@ -33,7 +33,7 @@ int msg_id_valid(const char *s, size_t n)
     return 1;
 }
 
-const char *msg_nonce_problem(const char *s, size_t n)
+const char *msgline_nonce_problem(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e) return "it holds a byte outside printable ASCII";
@@ -176,7 +176,7 @@ static int take_id(const struct members *m, char id[MSG_ID_MAX + 1], size_t *idl
 {
     if (!m->id_raw) return 0;
     long l = decode_ascii(m->id_raw, m->id_rawlen, id, MSG_ID_MAX);
-    if (l < 0 || !msg_id_valid(id, (size_t)l)) {
+    if (l < 0 || !msgline_id_valid(id, (size_t)l)) {
         id[0] = '\0';
         *idlen = 0;
         return 0;
@@ -186,7 +186,7 @@ static int take_id(const struct members *m, char id[MSG_ID_MAX + 1], size_t *idl
     return 1;
 }
 
-int msg_peek_id(const char *p, size_t n, char id[MSG_ID_MAX + 1], size_t *idlen)
+int msgline_peek_id(const char *p, size_t n, char id[MSG_ID_MAX + 1], size_t *idlen)
 {
     struct members m;
     id[0] = '\0';
@@ -195,16 +195,16 @@ int msg_peek_id(const char *p, size_t n, char id[MSG_ID_MAX + 1], size_t *idlen)
     return take_id(&m, id, idlen);
 }
 
-enum msg_kind msg_parse_request(const char *line, size_t n, struct msg_request *out)
+enum msgline_kind msgline_parse_request(const char *line, size_t n, struct msgline_request *out)
 {
-    struct json_check jc;
+    struct jsoncheck jc;
     struct members m;
 
     memset(out, 0, sizeof *out);
     if (skip_ws(line, n, 0) == n) return MSG_BLANK;
-    if (json_check(line, n, &jc) < 0) {
+    if (jsoncheck(line, n, &jc) < 0) {
         out->why = "not valid JSON";
-        msg_peek_id(line, n, out->id, &out->idlen);
+        msgline_peek_id(line, n, out->id, &out->idlen);
         return MSG_BAD;
     }
     if (jc.type != JSON_OBJECT) {
@@ -234,19 +234,19 @@ enum msg_kind msg_parse_request(const char *line, size_t n, struct msg_request *
     return MSG_OK;
 }
 
-int msg_parse_reply(const char *line, size_t n, char id[MSG_ID_MAX + 1], size_t *idlen)
+int msgline_parse_reply(const char *line, size_t n, char id[MSG_ID_MAX + 1], size_t *idlen)
 {
-    struct json_check jc;
+    struct jsoncheck jc;
     struct members m;
     id[0] = '\0';
     *idlen = 0;
-    if (json_check(line, n, &jc) < 0 || jc.type != JSON_OBJECT) return 0;
+    if (jsoncheck(line, n, &jc) < 0 || jc.type != JSON_OBJECT) return 0;
     walk(line, n, &m);
     if (!m.has_result_or_error) return 0;
     return take_id(&m, id, idlen);
 }
 
-int msg_error_json(struct buf *out, const char *id, size_t idlen, const char *code, const char *message)
+int msgline_error_json(struct buf *out, const char *id, size_t idlen, const char *code, const char *message)
 {
     if (buf_putc(out, '{') < 0 || jsonw_key(out, "id") < 0 ||
         jsonw_str(out, id, idlen, JSONW_SURROGATEESCAPE) < 0 || buf_puts(out, ", ") < 0 ||
@@ -257,7 +257,7 @@ int msg_error_json(struct buf *out, const char *id, size_t idlen, const char *co
     return 0;
 }
 
-int msg_reply_line(struct buf *out, const char *id, size_t idlen, const char *nonce, size_t nonce_len,
+int msgline_reply_line(struct buf *out, const char *id, size_t idlen, const char *nonce, size_t nonce_len,
                    const char *json, size_t json_len)
 {
     size_t mark = out->len;

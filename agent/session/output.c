@@ -1,5 +1,5 @@
 /*
- * output.c - the reply lines on stdout (see state.h; README "`sandbox-agent
+ * output.c - the reply lines on stdout (see session_priv.h; README "`sandbox-agent
  * session -- HANDLER ARGV...`", "Stdout").
  *
  * Owns the output buffer and every write to stdout. The loop never blocks on
@@ -13,7 +13,7 @@
  * (output_finish) what is left gets until the grace deadline; what stdout
  * still has not taken then is dropped and counted in one log line.
  */
-#include "agent/session/state.h"
+#include "agent/session/session_priv.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
@@ -134,11 +134,11 @@ static unsigned long long line_len(const struct session *s, size_t idlen, size_t
 static int add_line(struct session *s, const char *id, size_t idlen, const char *json, size_t n)
 {
     struct output *o = &s->out;
-    if (msg_reply_line(&o->buf, id, idlen, s->nonce.value, s->nonce.len, json, n) == 0) return 0;
+    if (msgline_reply_line(&o->buf, id, idlen, s->nonce.value, s->nonce.len, json, n) == 0) return 0;
     if (!o->done) return -1;
     buf_consume(&o->buf, o->done); /* room taken by what was written already */
     o->done = 0;
-    return msg_reply_line(&o->buf, id, idlen, s->nonce.value, s->nonce.len, json, n);
+    return msgline_reply_line(&o->buf, id, idlen, s->nonce.value, s->nonce.len, json, n);
 }
 
 void output_emit(struct session *s, const char *id, size_t idlen, const char *json, size_t n)

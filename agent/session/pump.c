@@ -1,5 +1,5 @@
 /*
- * pump.c - the session's bytes to and from the handler (see state.h).
+ * pump.c - the session's bytes to and from the handler (see session_priv.h).
  *
  * Owns the writev pump that moves queued lines into the handler's stdin
  * (bounded by INFLIGHT_MAX requests in flight) and the matching of the
@@ -8,7 +8,7 @@
  * (no wait for an EV_WRITE round-trip, which is the latency of a lone
  * request), and its replies to stdout in one write (output.c).
  */
-#include "agent/session/state.h"
+#include "agent/session/session_priv.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
@@ -143,7 +143,7 @@ void pump_reply(void *ctx, const char *p, size_t n)
     size_t idlen;
     /* Carried as written, minus trailing whitespace (a CR of a CRLF). */
     while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
-    if (!msg_parse_reply(p, n, id, &idlen)) {
+    if (!msgline_parse_reply(p, n, id, &idlen)) {
         if (n) pump_log_text("handler output", p, n);
         return;
     }
@@ -167,7 +167,7 @@ void pump_reply_too_large(void *ctx, const char *head, size_t n)
     struct session *s = ctx;
     char id[MSG_ID_MAX + 1];
     size_t idlen;
-    struct req *r = msg_peek_id(head, n, id, &idlen) ? requests_find(s, id, idlen) : NULL;
+    struct req *r = msgline_peek_id(head, n, id, &idlen) ? requests_find(s, id, idlen) : NULL;
     if (!r || !r->inflight || r->written < r->len) {
         log_warn("handler output over %u bytes dropped", HANDLER_REPLY_MAX);
         return;

@@ -1,5 +1,5 @@
 /*
- * requests.c - the session's request records (see state.h).
+ * requests.c - the session's request records (see session_priv.h).
  *
  * Owns every struct req: the table by id (agent/core/hash.h), the queue of
  * lines not yet fully written to the handler, the in-flight list, the
@@ -7,7 +7,7 @@
  * in the table while it can be answered; one answered while still being
  * written ("dead") stays on the queue until its last byte is out.
  */
-#include "agent/session/state.h"
+#include "agent/session/session_priv.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
@@ -21,7 +21,7 @@
  * per request); a longer one is freed as soon as the handler has it. */
 #define INLINE_LINE_MAX 4096
 
-int requests_init(struct session *s) { return htab_init(&s->table, REQ_TABLE_HINT, 1); }
+int requests_init(struct session *s) { return hash_init(&s->table, REQ_TABLE_HINT, 1); }
 
 static uint64_t id_hash(const char *id, size_t n) { return hash_bytes(HASH_SEED, id, n); }
 
@@ -63,7 +63,7 @@ static void free_line(struct req *r)
 
 void requests_drop(struct session *s, struct req *r, struct reqlist *from)
 {
-    if (!r->dead) htab_del(&s->table, &r->hn);
+    if (!r->dead) hash_del(&s->table, &r->hn);
     if (r->has_tmo) ev_timer_stop(s->loop, &r->tmo);
     if (from) list_remove(from, r);
     if (from == &s->queue) s->queue_bytes -= r->len;
@@ -76,7 +76,7 @@ void requests_forget(struct session *s, struct req *r)
 {
     if (r->has_tmo) ev_timer_stop(s->loop, &r->tmo);
     r->has_tmo = 0;
-    htab_del(&s->table, &r->hn);
+    hash_del(&s->table, &r->hn);
     r->dead = 1;
 }
 
@@ -103,7 +103,7 @@ void requests_sent(struct session *s, struct req *r)
 void requests_answer(struct session *s, const char *id, size_t idlen, const char *code, const char *msg)
 {
     buf_reset(&s->tmp);
-    if (msg_error_json(&s->tmp, id, idlen, code, msg) < 0) {
+    if (msgline_error_json(&s->tmp, id, idlen, code, msg) < 0) {
         log_error("out of memory answering %s", id);
         return;
     }
@@ -136,7 +136,7 @@ static void start_timer(struct session *s, struct req *r, double timeout)
     ev_timer_start(s->loop, &r->tmo);
 }
 
-struct req *requests_add(struct session *s, const struct msg_request *m, const char *line, size_t n)
+struct req *requests_add(struct session *s, const struct msgline_request *m, const char *line, size_t n)
 {
     int inl = n + 1 <= INLINE_LINE_MAX;
     struct req *r = malloc(sizeof *r + (inl ? n + 1 : 0));
@@ -155,7 +155,7 @@ struct req *requests_add(struct session *s, const struct msg_request *m, const c
     r->len = n + 1;
     r->idlen = m->idlen;
     memcpy(r->id, m->id, m->idlen + 1);
-    htab_add(&s->table, &r->hn, id_hash(r->id, r->idlen));
+    hash_add(&s->table, &r->hn, id_hash(r->id, r->idlen));
     list_push(&s->queue, r);
     s->queue_bytes += r->len;
     if (m->timeout > 0) start_timer(s, r, m->timeout);
@@ -198,5 +198,5 @@ void requests_free_all(struct session *s)
 {
     while (s->queue.head) requests_drop(s, s->queue.head, &s->queue);
     while (s->inflight.head) requests_drop(s, s->inflight.head, &s->inflight);
-    htab_free(&s->table);
+    hash_free(&s->table);
 }

@@ -33,7 +33,7 @@ struct seen *seen_new(size_t window)
     if (!s) return NULL;
     s->window = window;
     s->slots = calloc(window, sizeof *s->slots);
-    if (!s->slots || htab_init(&s->index, window * 2, 0) < 0) {
+    if (!s->slots || hash_init(&s->index, window * 2, 0) < 0) {
         seen_free(s);
         return NULL;
     }
@@ -43,7 +43,7 @@ struct seen *seen_new(size_t window)
 void seen_free(struct seen *s)
 {
     if (!s) return;
-    htab_free(&s->index);
+    hash_free(&s->index);
     free(s->slots);
     free(s);
 }
@@ -75,11 +75,11 @@ int seen_check_add(struct seen *s, const char *id, size_t n)
     } else {
         /* Full: the oldest slot is reused; the ring order is slot order. */
         e = &s->slots[s->oldest];
-        htab_del(&s->index, &e->hn);
+        hash_del(&s->index, &e->hn);
         s->oldest = (s->oldest + 1) % s->window;
     }
     memcpy(e->id, id, n);
     e->len = (uint8_t)n;
-    htab_add(&s->index, &e->hn, h);
+    hash_add(&s->index, &e->hn, h);
     return 0;
 }

@@ -7,12 +7,12 @@
  *
  * Owns session_main: the usage text, the arguments, the environment
  * (SANDBOX_AGENT_RESTART_BASE_SECONDS, SANDBOX_AGENT_QUEUE_MAX and the PID 1
- * variables), the wiring of the parts (state.h lists them), the handler's
+ * variables), the wiring of the parts (session_priv.h lists them), the handler's
  * lifecycle callbacks and the exit. Every PID 1 duty (nonce, signals,
  * reaping) is agent/core's.
  */
 #include "agent/session/session.h"
-#include "agent/session/state.h"
+#include "agent/session/session_priv.h"
 #include "agent/api/api.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
@@ -86,7 +86,7 @@ static int read_queue_max(size_t *out, char *err)
  * out is refused (README, "Reply line"). The value itself is never logged. */
 static int check_nonce(const struct nonce *n, char *err)
 {
-    const char *why = msg_nonce_problem(n->value, n->len);
+    const char *why = msgline_nonce_problem(n->value, n->len);
     if (!why) return 0;
     err_set(err, ENV_NONCE " cannot be carried in a reply line: %s (a client splits the prefix on '__')", why);
     return -1;
@@ -142,7 +142,7 @@ static int serve_start(struct session *s, char *err)
     const char *why;
     struct api_config cfg;
     if (!api_wanted()) return 0;
-    if (secret_take(ENV_TOKEN, &side.token, &why) < 0) {
+    if (nonce_take_secret(ENV_TOKEN, &side.token, &why) < 0) {
         err_set(err, "%s", why);
         return -1;
     }

@@ -1,7 +1,7 @@
 /*
  * session.h - `sandbox-agent session -- HANDLER ARGV...`: the warm session
  * daemon (README "`sandbox-agent session -- HANDLER ARGV...` — the warm
- * session daemon"). The mode's parts share agent/session/state.h.
+ * session daemon"). The mode's parts share agent/session/session_priv.h.
  */
 #ifndef SA_SESSION_H
 #define SA_SESSION_H

@@ -1,5 +1,5 @@
 /*
- * shutdown.c - the session's SIGTERM/SIGINT sequence (see state.h; README
+ * shutdown.c - the session's SIGTERM/SIGINT sequence (see session_priv.h; README
  * "`sandbox-agent session -- HANDLER ARGV...`", SIGTERM/SIGINT).
  *
  * Owns the grace timer and the stop of the handler (agent/core/stop.h):
@@ -10,7 +10,7 @@
  * but never sooner than min(grace, 1 s) after the SIGTERM. The loop ends when
  * the handler has exited. Any other signal is forwarded to the handler.
  */
-#include "agent/session/state.h"
+#include "agent/session/session_priv.h"
 #include "agent/core/log.h"
 #include "agent/core/protocol.h"
 

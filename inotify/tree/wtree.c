@@ -29,8 +29,8 @@ int wtree_init(struct wtree *t, const char *root, size_t root_len, size_t max_no
 {
     memset(t, 0, sizeof *t);
     t->root_path = malloc(root_len + 1);
-    if (!t->root_path || htab_init(&t->by_wd, WTREE_MIN_CAP, 1) < 0 ||
-        htab_init(&t->by_name, WTREE_MIN_CAP, 1) < 0 || htab_init(&t->pend, WTREE_MIN_CAP, 1) < 0) {
+    if (!t->root_path || hash_init(&t->by_wd, WTREE_MIN_CAP, 1) < 0 ||
+        hash_init(&t->by_name, WTREE_MIN_CAP, 1) < 0 || hash_init(&t->pend, WTREE_MIN_CAP, 1) < 0) {
         wtree_free(t);
         return -1;
     }
@@ -49,9 +49,9 @@ void wtree_free(struct wtree *t)
         t->pend_list = p->next;
         free(p);
     }
-    htab_free(&t->by_wd);
-    htab_free(&t->by_name);
-    htab_free(&t->pend);
+    hash_free(&t->by_wd);
+    hash_free(&t->by_name);
+    hash_free(&t->pend);
     free(t->root_path);
     memset(t, 0, sizeof *t);
 }
@@ -80,7 +80,7 @@ struct wnode *wtree_child(const struct wtree *t, const struct wnode *parent, con
 static void name_link(struct wtree *t, struct wnode *n)
 {
     if (!n->parent) return; /* the root has no name entry */
-    htab_add(&t->by_name, &n->name_node, name_hash(n->parent, n->name, n->name_len));
+    hash_add(&t->by_name, &n->name_node, name_hash(n->parent, n->name, n->name_len));
     n->prev = NULL;
     n->next = n->parent->child;
     if (n->next) n->next->prev = n;
@@ -90,7 +90,7 @@ static void name_link(struct wtree *t, struct wnode *n)
 static void name_unlink(struct wtree *t, struct wnode *n)
 {
     if (!n->parent) return;
-    htab_del(&t->by_name, &n->name_node);
+    hash_del(&t->by_name, &n->name_node);
     if (n->prev) n->prev->next = n->next;
     else n->parent->child = n->next;
     if (n->next) n->next->prev = n->prev;
@@ -127,7 +127,7 @@ struct wnode *wtree_add(struct wtree *t, struct wnode *parent, const char *name,
     n->name_len = parent ? len : 0;
     n->wd = wd;
     n->parent = parent;
-    htab_add(&t->by_wd, &n->wd_node, wd_hash(wd));
+    hash_add(&t->by_wd, &n->wd_node, wd_hash(wd));
     name_link(t, n);
     if (!parent) t->root = n;
     t->count++;
@@ -170,7 +170,7 @@ void wtree_remove(struct wtree *t, struct wnode *top, void (*fn)(const struct wn
         struct wnode *up = n->parent;
         int last = n == top;
         name_unlink(t, n);
-        htab_del(&t->by_wd, &n->wd_node);
+        hash_del(&t->by_wd, &n->wd_node);
         if (n == t->root) t->root = NULL;
         t->count--;
         if (fn) fn(n, ctx);
@@ -237,7 +237,7 @@ int wtree_pend_add(struct wtree *t, int wd)
     p->next = t->pend_list;
     if (p->next) p->next->prev = p;
     t->pend_list = p;
-    htab_add(&t->pend, &p->node, wd_hash(wd));
+    hash_add(&t->pend, &p->node, wd_hash(wd));
     return 0;
 }
 
@@ -248,7 +248,7 @@ int wtree_pend_take(struct wtree *t, int wd)
     struct wpend *p = pend_find(t, wd);
     if (!p) return 0;
     if (--p->due) return 1;
-    htab_del(&t->pend, &p->node);
+    hash_del(&t->pend, &p->node);
     if (p->prev) p->prev->next = p->next;
     else t->pend_list = p->next;
     if (p->next) p->next->prev = p->prev;

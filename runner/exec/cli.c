@@ -148,7 +148,7 @@ static int check_cwd(const char *cwd)
     return 0;
 }
 
-int exec_parse(int argc, char **argv, struct exec_opts *o)
+int exec_cli_parse(int argc, char **argv, struct exec_opts *o)
 {
     const char *lerr = NULL;
     int help;
@@ -165,7 +165,7 @@ int exec_parse(int argc, char **argv, struct exec_opts *o)
     return EXEC_GO;
 }
 
-char **exec_shell_argv(char *const *cmd)
+char **exec_cli_shell_argv(char *const *cmd)
 {
     size_t len = 1;
     for (char *const *c = cmd; *c; c++) len += strlen(*c) + 1;
@@ -188,7 +188,7 @@ char **exec_shell_argv(char *const *cmd)
     return argv;
 }
 
-void exec_shell_free(char **sh)
+void exec_cli_shell_free(char **sh)
 {
     if (!sh) return;
     free(sh[2]);
@@ -213,7 +213,7 @@ static int result_line(struct buf *b, const struct exec_cmd *c)
                       exec_cmd_duration_ms(c));
 }
 
-int exec_report(const struct exec_cmd *c)
+int exec_cli_report(const struct exec_cmd *c)
 {
     struct buf b;
     /* Two rings of at most 1 GiB, each byte at most 6 bytes of JSON. */

@@ -12,7 +12,7 @@
 
 #include "runner/exec/cmd.h"
 
-/* exec_parse's "go on": the options are good and ask for a command. */
+/* exec_cli_parse's "go on": the options are good and ask for a command. */
 #define EXEC_GO (-1)
 
 struct exec_opts {
@@ -23,15 +23,15 @@ struct exec_opts {
 /* Read SANDBOX_AGENT_LOG and the options (argv[0] is "exec"), and check
  * --cwd. Returns EXEC_GO with *o filled in, or the exit status to end with:
  * 0 after printing --help, EXIT_USAGE after logging why. */
-int exec_parse(int argc, char **argv, struct exec_opts *o);
+int exec_cli_parse(int argc, char **argv, struct exec_opts *o);
 
 /* /bin/sh -c "cmd's words joined by spaces", or NULL when out of memory.
- * Free with exec_shell_free. */
-char **exec_shell_argv(char *const *cmd);
-void exec_shell_free(char **sh);
+ * Free with exec_cli_shell_free. */
+char **exec_cli_shell_argv(char *const *cmd);
+void exec_cli_shell_free(char **sh);
 
 /* Print the result line of the finished command on stdout. Returns 0, or 1
  * (logged) when it could not be made or written. */
-int exec_report(const struct exec_cmd *c);
+int exec_cli_report(const struct exec_cmd *c);
 
 #endif

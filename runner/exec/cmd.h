@@ -1,7 +1,7 @@
 /*
  * cmd.h - the lifetime of exec's one command (README, "`sandbox-agent
  * exec`"): it is started leading its own process group, with its stdout and
- * stderr on pipes (streams.h); a timeout sends the group SIGTERM and SIGCONT,
+ * stderr on pipes (stream.h); a timeout sends the group SIGTERM and SIGCONT,
  * then SIGKILL after kill-after (agent/core/stop.h); a stop signal sent to
  * the agent is passed on to the group. The call ends when the command exits,
  * except after a timeout, when it also waits for the rest of the group until
@@ -15,7 +15,7 @@
 
 #include "agent/core/spawn.h"
 #include "agent/core/stop.h"
-#include "runner/exec/streams.h"
+#include "runner/exec/stream.h"
 
 #include <ev.h>
 #include <time.h>

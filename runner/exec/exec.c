@@ -41,7 +41,7 @@ static int exec_start(struct exec_run *r, struct exec_opts *o)
 {
     char err[ERR_LEN];
     exec_cmd_init(&r->cmd, &o->spec);
-    if (o->shell && !(o->spec.argv = r->sh = exec_shell_argv(o->spec.argv))) {
+    if (o->shell && !(o->spec.argv = r->sh = exec_cli_shell_argv(o->spec.argv))) {
         log_error("exec: out of memory");
         return -1;
     }
@@ -77,7 +77,7 @@ static int exec_supervise(struct exec_run *r)
 static int exec_finish(struct exec_run *r)
 {
     if (r->cmd.out.oom || r->cmd.err.oom) log_warn("exec: out of memory keeping output; some was dropped");
-    return exec_report(&r->cmd);
+    return exec_cli_report(&r->cmd);
 }
 
 static void exec_cleanup(struct exec_run *r)
@@ -86,13 +86,13 @@ static void exec_cleanup(struct exec_run *r)
         exec_cmd_free(r->loop, &r->cmd);
         sig_release(r->loop);
     }
-    exec_shell_free(r->sh);
+    exec_cli_shell_free(r->sh);
 }
 
 int exec_main(int argc, char **argv)
 {
     struct exec_opts o;
-    int rc = exec_parse(argc, argv, &o); /* step 1 */
+    int rc = exec_cli_parse(argc, argv, &o); /* step 1 */
     if (rc != EXEC_GO) return rc;
     static struct exec_run r;
     memset(&r, 0, sizeof r);

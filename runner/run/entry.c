@@ -18,7 +18,7 @@ void entry_free(char **argv) { free(argv); }
 
 int entry_decode(const char *text, size_t n, char ***out, char *err)
 {
-    struct json_check jc;
+    struct jsoncheck jc;
     *out = NULL;
     if (!text || n == 0) {
         err_set(err, "empty " ENV_INNER_ENTRY);
@@ -29,14 +29,14 @@ int entry_decode(const char *text, size_t n, char ***out, char *err)
                  ENTRY_MAX_BYTES);
         return -1;
     }
-    if (json_check(text, n, &jc) < 0) {
+    if (jsoncheck(text, n, &jc) < 0) {
         err_set(err, ENV_INNER_ENTRY " is not valid JSON: %s at byte %zu", jc.err,
                  jc.err_off);
         return -1;
     }
     if (jc.type != JSON_ARRAY) {
         err_set(err, ENV_INNER_ENTRY " must be a JSON array of strings, not %s",
-                 json_type_name(jc.type));
+                 jsoncheck_type_name(jc.type));
         return -1;
     }
     if (jc.has_nul) {

@@ -41,20 +41,20 @@ int result_max_bytes(size_t *out, char *err)
 
 void result_accept(char *text, size_t n, struct job_result *out)
 {
-    struct json_check jc;
+    struct jsoncheck jc;
     size_t bad = utf8_check((const unsigned char *)text, n);
     if (bad < n) {
         snprintf(out->error, sizeof out->error, "result file is not valid UTF-8 (byte %zu)", bad);
         return;
     }
-    if (json_check(text, n, &jc) < 0) {
+    if (jsoncheck(text, n, &jc) < 0) {
         snprintf(out->error, sizeof out->error, "result file is not valid JSON: %s at byte %zu",
                  jc.err, jc.err_off);
         return;
     }
     if (jc.type != JSON_OBJECT) {
         snprintf(out->error, sizeof out->error, "result file holds %s, not a JSON object",
-                 json_type_name(jc.type));
+                 jsoncheck_type_name(jc.type));
         return;
     }
     out->raw = text;

@@ -157,7 +157,7 @@ static int run_serve_start(struct run_state *st)
     const char *why;
     struct api_config cfg;
     if (!api_wanted()) return 0;
-    if (secret_take(ENV_TOKEN, &st->token, &why) < 0) {
+    if (nonce_take_secret(ENV_TOKEN, &st->token, &why) < 0) {
         log_error("%s", why);
         return -1;
     }

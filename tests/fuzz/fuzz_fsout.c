@@ -15,10 +15,10 @@
 
 static void must_be_object(struct buf *b)
 {
-    struct json_check jc;
+    struct jsoncheck jc;
     for (size_t i = 0; i < b->len; i++)
         if ((unsigned char)b->data[i] >= 0x80) __builtin_trap();
-    if (json_check(b->data, b->len, &jc) < 0 || jc.type != JSON_OBJECT) __builtin_trap();
+    if (jsoncheck(b->data, b->len, &jc) < 0 || jc.type != JSON_OBJECT) __builtin_trap();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t cut1 = data[0] % (size + 1);
     size_t cut2 = cut1 + data[1] % (size - cut1 + 1);
 
-    struct fs_entry ent = {bytes, cut1, bytes + cut1, cut2 - cut1, st, NULL, 0};
+    struct files_entry ent = {bytes, cut1, bytes + cut1, cut2 - cut1, st, NULL, 0};
     if (S_ISLNK(st.st_mode)) {
         ent.target = (char *)bytes + cut2;
         ent.tlen = size - cut2;
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(path, bytes, cut1);
         path[cut1] = '\0';
         buf_reset(&b);
-        int e = (int)(st.st_size % 200) - 1; /* FS_ENOTREG, 0, errnos, unknown ones */
+        int e = (int)(st.st_size % 200) - 1; /* FILES_ENOTREG, 0, errnos, unknown ones */
         if (buf_putc(&b, '{') == 0 && fsout_error_json(&b, e, size % 2 ? msg : NULL, path) == 0 &&
             buf_putc(&b, '}') == 0)
             must_be_object(&b);

@@ -16,12 +16,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct json_check jc;
-    if (json_check((const char *)data, size, &jc) < 0 || jc.has_nul) return 0;
+    struct jsoncheck jc;
+    if (jsoncheck((const char *)data, size, &jc) < 0 || jc.has_nul) return 0;
     char *text = malloc(size + 1);
     if (!text) return 0;
     memcpy(text, data, size);
-    size_t n = json_unescape_bytes(text, size);
+    size_t n = jsonbytes_unescape(text, size);
     if (n > size) __builtin_trap();
     cJSON *msg = cJSON_ParseWithLength(text, n);
     static const enum fsreq_kind kinds[] = {FSREQ_PATH, FSREQ_LIST, FSREQ_MOVE, FSREQ_WATCH, FSREQ_WATCHER};

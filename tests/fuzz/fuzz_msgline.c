@@ -21,7 +21,7 @@ static struct seen *seen;
 
 static void check_id(const char *id, size_t n)
 {
-    if (n && (!msg_id_valid(id, n) || strlen(id) != n)) __builtin_trap();
+    if (n && (!msgline_id_valid(id, n) || strlen(id) != n)) __builtin_trap();
     if (n) seen_check_add(seen, id, n);
 }
 
@@ -32,28 +32,28 @@ static int on_line(void *ctx, enum lsplit_kind kind, const char *p, size_t n)
     size_t idlen;
     if (kind == LSPLIT_TOO_LARGE) {
         if (n > LSPLIT_HEAD) __builtin_trap();
-        if (msg_peek_id(p, n, id, &idlen)) check_id(id, idlen);
+        if (msgline_peek_id(p, n, id, &idlen)) check_id(id, idlen);
         return 0;
     }
     if (memchr(p, '\n', n)) __builtin_trap();
-    struct msg_request m;
-    enum msg_kind k = msg_parse_request(p, n, &m);
+    struct msgline_request m;
+    enum msgline_kind k = msgline_parse_request(p, n, &m);
     if (k == MSG_OK && !m.idlen) __builtin_trap();
     if (k == MSG_OK && !(m.timeout >= 0)) __builtin_trap();
     check_id(m.id, m.idlen);
     if (m.idlen) {
         struct buf b, line;
-        struct json_check jc;
+        struct jsoncheck jc;
         buf_init(&b, 1 << 20);
         buf_init(&line, 1 << 22);
-        if (msg_error_json(&b, m.id, m.idlen, "bad_request", m.why ? m.why : "x") < 0) __builtin_trap();
-        if (json_check(b.data, b.len, &jc) != 0 || jc.type != JSON_OBJECT) __builtin_trap();
-        if (msg_reply_line(&line, m.id, m.idlen, "nonce", 5, b.data, b.len) < 0) __builtin_trap();
+        if (msgline_error_json(&b, m.id, m.idlen, "bad_request", m.why ? m.why : "x") < 0) __builtin_trap();
+        if (jsoncheck(b.data, b.len, &jc) != 0 || jc.type != JSON_OBJECT) __builtin_trap();
+        if (msgline_reply_line(&line, m.id, m.idlen, "nonce", 5, b.data, b.len) < 0) __builtin_trap();
         if (memchr(line.data, '\n', line.len) != line.data + line.len - 1) __builtin_trap();
         buf_free(&b);
         buf_free(&line);
     }
-    if (msg_parse_reply(p, n, id, &idlen)) check_id(id, idlen);
+    if (msgline_parse_reply(p, n, id, &idlen)) check_id(id, idlen);
     return 0;
 }
 

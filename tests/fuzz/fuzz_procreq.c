@@ -1,7 +1,7 @@
 /*
  * fuzz_procreq.c - libFuzzer target: every process.Process request decoder
  * (agent/api/procreq.c) on any input, checked and parsed as rpc.c does
- * (json_check, then cJSON: a handler gets an object). What a decoder
+ * (jsoncheck, then cJSON: a handler gets an object). What a decoder
  * accepts must hold together (argv NULL-terminated with a command, envs
  * "NAME=VALUE" with a name, signals in range, a selector with a pid or a
  * tag), and every decoded request frees cleanly whatever the result.
@@ -58,8 +58,8 @@ static void check_others(const cJSON *msg)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct json_check jc;
-    if (json_check((const char *)data, size, &jc) < 0 || jc.type != JSON_OBJECT) return 0;
+    struct jsoncheck jc;
+    if (jsoncheck((const char *)data, size, &jc) < 0 || jc.type != JSON_OBJECT) return 0;
     cJSON *msg = cJSON_ParseWithLength((const char *)data, size);
     if (!msg) return 0;
     if (cJSON_IsObject(msg)) {

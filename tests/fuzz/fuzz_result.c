@@ -15,7 +15,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct job_result r;
-    struct json_check jc;
+    struct jsoncheck jc;
     char *text = malloc(size + 1);
     if (!text) return 0;
     memcpy(text, data, size);
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct buf core;
     buf_init(&core, 1u << 26);
     if (sentinel_json(&core, &o, "job") == 0) {
-        if (json_check(core.data, core.len, &jc) != 0 || jc.type != JSON_OBJECT) __builtin_trap();
+        if (jsoncheck(core.data, core.len, &jc) != 0 || jc.type != JSON_OBJECT) __builtin_trap();
     }
     buf_free(&core);
     result_free(&r);

@@ -131,9 +131,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             shadow_path(i, &b);
             if (a.len != b.len || memcmp(a.data, b.data, a.len)) __builtin_trap();
             buf_reset(&b);
-            struct json_check jc;
+            struct jsoncheck jc;
             if (wline_event(&b, 256, a.data, a.len, i % 2 ? "err" : NULL) < 0) __builtin_trap();
-            if (b.len < 15 || json_check(b.data + 13, b.len - 14, &jc) != 0 || jc.type != JSON_OBJECT)
+            if (b.len < 15 || jsoncheck(b.data + 13, b.len - 14, &jc) != 0 || jc.type != JSON_OBJECT)
                 __builtin_trap();
         }
         if (live != t.count) __builtin_trap();

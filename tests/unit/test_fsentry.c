@@ -93,7 +93,7 @@ static char dir[] = "/tmp/test_fsentry.XXXXXX";
  * a lone surrogate). */
 static cJSON *parse(struct buf *b)
 {
-    b->len = json_unescape_bytes(b->data, b->len);
+    b->len = jsonbytes_unescape(b->data, b->len);
     assert_true(buf_cstr(b));
     cJSON *e = cJSON_Parse(b->data);
     assert_non_null(e);

@@ -48,7 +48,7 @@ static void test_status(void **s)
     for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++)
         assert_int_equal(fsout_status(missing[i]), EXIT_FS_MISSING);
     assert_int_equal(fsout_status(EISDIR), EXIT_FS_ISDIR);
-    assert_int_equal(fsout_status(FS_ENOTREG), EXIT_FS_NOTREG);
+    assert_int_equal(fsout_status(FILES_ENOTREG), EXIT_FS_NOTREG);
     assert_int_equal(fsout_status(EFBIG), EXIT_FS_TOO_LARGE);
     assert_int_equal(fsout_status(ENOSPC), EXIT_FS_FAILED);
     assert_int_equal(fsout_status(EBUSY), EXIT_FS_FAILED);
@@ -64,7 +64,7 @@ static void test_error_json(void **s)
     assert_string_equal(text(&b), "\"error\": {\"code\": \"ENOENT\", \"errno\": 2, \"message\": "
                                   "\"No such file or directory\", \"path\": \"/a b\"}");
     buf_reset(&b);
-    assert_int_equal(fsout_error_json(&b, FS_ENOTREG, NULL, "/dev/null"), 0);
+    assert_int_equal(fsout_error_json(&b, FILES_ENOTREG, NULL, "/dev/null"), 0);
     assert_string_equal(text(&b), "\"error\": {\"code\": \"ENOTREG\", \"errno\": null, \"message\": "
                                   "\"Not a regular file\", \"path\": \"/dev/null\"}");
     /* An errno newer than the table; a message that is not UTF-8 (U+FFFD);
@@ -80,9 +80,9 @@ static void test_error_json(void **s)
     buf_free(&b);
 }
 
-static struct fs_entry entry(const char *name, const char *path, mode_t mode)
+static struct files_entry entry(const char *name, const char *path, mode_t mode)
 {
-    struct fs_entry e;
+    struct files_entry e;
     memset(&e, 0, sizeof e);
     e.name = name;
     e.nlen = strlen(name);
@@ -102,7 +102,7 @@ static void test_entry_json(void **s)
     (void)s;
     struct buf b;
     buf_init(&b, 4096);
-    struct fs_entry e = entry("f", "/d/f", S_IFREG | 04755);
+    struct files_entry e = entry("f", "/d/f", S_IFREG | 04755);
     assert_int_equal(fsout_entry_json(&b, &e), 0);
     assert_string_equal(text(&b), "{\"name\": \"f\", \"path\": \"/d/f\", \"type\": \"file\", \"size\": 5, "
                                   "\"mode\": 2541, \"mtime\": 1700000000.5, \"uid\": 1000, \"gid\": 65534}");
@@ -127,7 +127,7 @@ static void test_entry_names(void **s)
     buf_init(&b, 4096);
     /* Names as Python's json.dumps(os.fsdecode(name)) writes them; a
      * directory's name may be a prefix of a longer buffer (nlen counts). */
-    struct fs_entry e = entry("bad\xff\xfe\n\t\x01\xc3\xa9\\", "d/bad", S_IFDIR | 0755);
+    struct files_entry e = entry("bad\xff\xfe\n\t\x01\xc3\xa9\\", "d/bad", S_IFDIR | 0755);
     e.plen = 1;
     assert_int_equal(fsout_entry_json(&b, &e), 0);
     assert_non_null(strstr(text(&b), "{\"name\": \"bad\\udcff\\udcfe\\n\\t\\u0001\\u00e9\\\\\", "
@@ -172,7 +172,7 @@ static void test_result_lines(void **s)
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
     fsout_set_fd(p[1]);
     assert_int_equal(fsout_ok(), 0);
-    assert_int_equal(fsout_fail("read", FS_ENOTREG, NULL, "/dev/zero"), EXIT_FS_NOTREG);
+    assert_int_equal(fsout_fail("read", FILES_ENOTREG, NULL, "/dev/zero"), EXIT_FS_NOTREG);
     assert_int_equal(fsout_fail("stat", ENOENT, NULL, "x"), EXIT_FS_MISSING);
     assert_string_equal(drain(p),
                         SENTINEL_FS "{\"ok\": true}\n" SENTINEL_FS
@@ -184,10 +184,10 @@ static void test_result_lines(void **s)
     /* A service failure: its message and path; an fd's failure by the fd's name. */
     assert_int_equal(pipe2(p, O_CLOEXEC), 0);
     fsout_set_fd(p[1]);
-    struct fs_err e = {EIO, 0, strdup("/t/a/b"), "Copied, but the source could not be removed"};
+    struct files_err e = {EIO, 0, strdup("/t/a/b"), "Copied, but the source could not be removed"};
     assert_int_equal(fsout_fail_err("move", &e, NULL), EXIT_FS_FAILED);
     assert_null(e.path);
-    struct fs_err f = {EPIPE, 1, NULL, "Broken pipe"};
+    struct files_err f = {EPIPE, 1, NULL, "Broken pipe"};
     assert_int_equal(fsout_fail_err("read", &f, "<stdout>"), EXIT_FS_FAILED);
     assert_string_equal(drain(p),
                         SENTINEL_FS "{\"ok\": false, \"error\": {\"code\": \"EIO\", \"errno\": 5, \"message\": "

@@ -49,12 +49,12 @@ static void test_grow_find_delete(void **st)
     enum { N = 5000 };
     struct htab t;
     struct item *items = calloc(N, sizeof *items);
-    assert_int_equal(htab_init(&t, 4, 1), 0);
+    assert_int_equal(hash_init(&t, 4, 1), 0);
     size_t cap0 = t.cap;
     for (int i = 0; i < N; i++) {
         snprintf(items[i].key, sizeof items[i].key, "k%d", i);
         items[i].value = i;
-        htab_add(&t, &items[i].node, key_hash(items[i].key));
+        hash_add(&t, &items[i].node, key_hash(items[i].key));
     }
     assert_int_equal(t.count, N);
     assert_true(t.cap > cap0);
@@ -66,10 +66,10 @@ static void test_grow_find_delete(void **st)
         assert_int_equal(f->value, i);
     }
     assert_null(find(&t, "absent"));
-    for (int i = 0; i < N; i += 2) htab_del(&t, &items[i].node);
+    for (int i = 0; i < N; i += 2) hash_del(&t, &items[i].node);
     assert_int_equal(t.count, N / 2);
     for (int i = 0; i < N; i++) assert_true((find(&t, items[i].key) != NULL) == (i % 2 == 1));
-    htab_free(&t);
+    hash_free(&t);
     free(items);
 }
 
@@ -78,21 +78,21 @@ static void test_fixed_and_collisions(void **st)
     (void)st;
     struct htab t;
     struct item a = {.key = "a"}, b = {.key = "b"}, c = {.key = "c"};
-    assert_int_equal(htab_init(&t, 16, 0), 0);
+    assert_int_equal(hash_init(&t, 16, 0), 0);
     /* Same hash for all three: the walk must visit each, the caller tells them apart. */
-    htab_add(&t, &a.node, 7);
-    htab_add(&t, &b.node, 7);
-    htab_add(&t, &c.node, 7 + t.cap); /* same bucket, other hash: not visited */
+    hash_add(&t, &a.node, 7);
+    hash_add(&t, &b.node, 7);
+    hash_add(&t, &c.node, 7 + t.cap); /* same bucket, other hash: not visited */
     int seen = 0;
     struct hnode *it;
     HASH_FOR_EACH(&t, 7, it) seen++;
     assert_int_equal(seen, 2);
     for (int i = 0; i < 100; i++) {
         struct item *x = calloc(1, sizeof *x);
-        htab_add(&t, &x->node, 1000 + (uint64_t)i);
+        hash_add(&t, &x->node, 1000 + (uint64_t)i);
     }
     assert_int_equal(t.cap, 16); /* grow = 0: fixed memory */
-    htab_del(&t, &b.node);
+    hash_del(&t, &b.node);
     seen = 0;
     HASH_FOR_EACH(&t, 7, it) seen++;
     assert_int_equal(seen, 1);
@@ -101,7 +101,7 @@ static void test_fixed_and_collisions(void **st)
             next = n->next;
             if (n != &a.node && n != &c.node) free(HASH_ENTRY(n, struct item, node));
         }
-    htab_free(&t);
+    hash_free(&t);
 }
 
 int main(void)

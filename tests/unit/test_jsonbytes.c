@@ -15,7 +15,7 @@ static void check(const char *in, const char *want, size_t want_len)
     char buf[256];
     size_t n = strlen(in);
     memcpy(buf, in, n);
-    size_t got = json_unescape_bytes(buf, n);
+    size_t got = jsonbytes_unescape(buf, n);
     assert_int_equal(got, want_len);
     assert_memory_equal(buf, want, want_len);
 }

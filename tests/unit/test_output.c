@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/session/state.h"
+#include "agent/session/session_priv.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /*
  * test_fscopy.c - the cross-filesystem copy's file step (agent/files/fscopy.c,
- * fs_copy_fd): it copies only what its own fstat calls a regular file, so a
+ * files_copy_fd): it copies only what its own fstat calls a regular file, so a
  * source swapped for /dev/zero or a FIFO after its lstat is refused
- * (FS_ENOTREG) before any destination file exists.
+ * (FILES_ENOTREG) before any destination file exists.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "agent/files/files.h"
-#include "agent/files/fsint.h"
+#include "agent/files/files_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,12 +53,12 @@ static struct stat regular(void)
 static void refused(int in, const char *spath)
 {
     struct stat st = regular(), out;
-    struct fs_err e;
+    struct files_err e;
     assert_true(in >= 0);
-    assert_int_equal(fs_copy_fd(in, dfd, "copy", &st, spath, &e), -1);
-    assert_int_equal(e.errnum, FS_ENOTREG);
+    assert_int_equal(files_copy_fd(in, dfd, "copy", &st, spath, &e), -1);
+    assert_int_equal(e.errnum, FILES_ENOTREG);
     assert_string_equal(e.path, spath);
-    fs_err_free(&e);
+    files_err_free(&e);
     assert_int_equal(fstatat(dfd, "copy", &out, AT_SYMLINK_NOFOLLOW), -1); /* nothing created */
     assert_int_equal(errno, ENOENT);
     close(in);
@@ -91,8 +91,8 @@ static void test_copies_a_regular_file(void **s)
     assert_int_equal(write(src, "hello", 5), 5);
     assert_int_equal(lseek(src, 0, SEEK_SET), 0);
     struct stat st = regular(), out;
-    struct fs_err e;
-    assert_int_equal(fs_copy_fd(src, dfd, "copy", &st, "src", &e), 0);
+    struct files_err e;
+    assert_int_equal(files_copy_fd(src, dfd, "copy", &st, "src", &e), 0);
     close(src);
     assert_int_equal(fstatat(dfd, "copy", &out, AT_SYMLINK_NOFOLLOW), 0);
     assert_true(S_ISREG(out.st_mode));
@@ -100,9 +100,9 @@ static void test_copies_a_regular_file(void **s)
     assert_int_equal(out.st_mode & 07777, 0640); /* st's mode */
     /* Created exclusively: a second copy to the same name is refused. */
     src = openat(dfd, "src", O_RDONLY | O_CLOEXEC);
-    assert_int_equal(fs_copy_fd(src, dfd, "copy", &st, "src", &e), -1);
+    assert_int_equal(files_copy_fd(src, dfd, "copy", &st, "src", &e), -1);
     assert_int_equal(e.errnum, EEXIST);
-    fs_err_free(&e);
+    files_err_free(&e);
     close(src);
 }
 

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/files/files.h"
-#include "agent/files/fsint.h"
+#include "agent/files/files_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +103,7 @@ static int fail_fstat_of(int fd)
 }
 
 /* In a child: fstat fails for the walk's nth opened directory (0: the root);
- * fs_remove must fail with EIO naming `want`, and leave the tree. */
+ * files_remove must fail with EIO naming `want`, and leave the tree. */
 static int child(int nth, const char *want)
 {
     alarm(20);
@@ -111,12 +111,12 @@ static int child(int nth, const char *want)
     if (probe < 0) return 10;
     close(probe);
     if (fail_fstat_of(probe + nth) < 0) return 11;
-    struct fs_err e;
-    if (fs_remove(top, 1, &e) != -1) return 12;
+    struct files_err e;
+    if (files_remove(top, 1, &e) != -1) return 12;
     if (e.errnum != EIO) return 13;
     if (!e.path || strcmp(e.path, want) != 0) return 14;
     if (strcmp(e.message, strerror(EIO)) != 0) return 15;
-    fs_err_free(&e);
+    files_err_free(&e);
     return 0;
 }
 
@@ -164,8 +164,8 @@ static void test_fstat_fails_on_a_subdirectory(void **s)
 static void test_removes_the_tree(void **s)
 {
     (void)s;
-    struct fs_err e;
-    assert_int_equal(fs_remove(top, 1, &e), 0);
+    struct files_err e;
+    assert_int_equal(files_remove(top, 1, &e), 0);
     struct stat st;
     assert_int_equal(lstat(top, &st), -1);
     assert_int_equal(errno, ENOENT);

@@ -1,15 +1,15 @@
 /*
- * fsmove.c - moving an entry: rename(2), and across filesystems a copy then
+ * move.c - moving an entry: rename(2), and across filesystems a copy then
  * a removal, as mv does (see files.h).
  *
  * DST is the new name (mv -T): a directory at DST is replaced (when empty,
  * with overwrite), never moved into. Without overwrite an existing DST is
  * refused atomically with renameat2(RENAME_NOREPLACE) where the filesystem
- * has it. Across filesystems the copy (fscopy.c) is built under a temporary
+ * has it. Across filesystems the copy (copy.c) is built under a temporary
  * name beside DST and renamed into place only when complete, so DST never
- * holds half a tree; SRC is removed (fsremove.c) only after that.
+ * holds half a tree; SRC is removed (remove.c) only after that.
  */
-#include "agent/files/fsint.h"
+#include "agent/files/files_priv.h"
 #include "agent/core/log.h"
 
 #include <errno.h>
@@ -60,7 +60,7 @@ static int replace_check(const struct stat *src, const char *dst)
 
 /* Copy src to a free temporary name: tmp holds ".NAME" beside dst (pre
  * bytes), to which ".sbx-<pid>-<n>" is added. */
-static int copy_to_tmp(const char *src, const struct stat *st, char *tmp, int pre, struct fs_err *e)
+static int copy_to_tmp(const char *src, const struct stat *st, char *tmp, int pre, struct files_err *e)
 {
     int r = -1;
     for (int attempt = 0; attempt < TMP_TRIES; attempt++) {
@@ -68,8 +68,8 @@ static int copy_to_tmp(const char *src, const struct stat *st, char *tmp, int pr
         clock_gettime(CLOCK_MONOTONIC, &now);
         snprintf(tmp + pre, TMP_MAX_LEN - (size_t)pre, ".sbx-%d-%lx", (int)getpid(),
                  (unsigned long)(now.tv_nsec ^ attempt));
-        if (attempt) fs_err_free(e);
-        r = fs_copy_entry(AT_FDCWD, src, AT_FDCWD, tmp, st, src, e);
+        if (attempt) files_err_free(e);
+        r = files_copy_entry(AT_FDCWD, src, AT_FDCWD, tmp, st, src, e);
         /* Only the temporary name itself being taken is worth another try. */
         if (r == 0 || e->errnum != EEXIST || !e->path || strcmp(e->path, src) != 0) break;
     }
@@ -79,43 +79,43 @@ static int copy_to_tmp(const char *src, const struct stat *st, char *tmp, int pr
 /* Leave no half copy behind. */
 static void remove_tmp(const char *tmp, const struct stat *st)
 {
-    struct fs_err e;
+    struct files_err e;
     if (!S_ISDIR(st->st_mode)) {
         unlink(tmp);
-    } else if (fs_remove_tree(AT_FDCWD, tmp, tmp, &e) < 0) {
+    } else if (files_remove_tree(AT_FDCWD, tmp, tmp, &e) < 0) {
         if (e.errnum != ENOENT) log_warn("fs move: cannot clean up %s", tmp);
-        fs_err_free(&e);
+        files_err_free(&e);
     }
 }
 
 /* The copy is in place; now the original goes. */
-static int remove_src(const char *src, const struct stat *st, struct fs_err *e)
+static int remove_src(const char *src, const struct stat *st, struct files_err *e)
 {
     static const char msg[] = "Copied, but the source could not be removed";
-    int r = S_ISDIR(st->st_mode) ? fs_remove_tree(AT_FDCWD, src, src, e)
-            : unlink(src) < 0   ? fs_fail(e, errno, src)
+    int r = S_ISDIR(st->st_mode) ? files_remove_tree(AT_FDCWD, src, src, e)
+            : unlink(src) < 0   ? files_fail(e, errno, src)
                                 : 0;
     if (r < 0) err_set(e->message, "%s", msg);
     return r;
 }
 
 static int move_across(const char *src, const char *dst, const struct stat *st, int overwrite,
-                       struct fs_err *e)
+                       struct files_err *e)
 {
     struct stat dt;
-    if (!overwrite && lstat(dst, &dt) == 0) return fs_fail(e, EEXIST, dst);
+    if (!overwrite && lstat(dst, &dt) == 0) return files_fail(e, EEXIST, dst);
     int en = overwrite ? replace_check(st, dst) : 0;
-    if (en) return fs_fail(e, en, dst);
+    if (en) return files_fail(e, en, dst);
 
     char tmp[TMP_MAX_LEN];
-    int pre = fs_tmp_prefix(tmp, sizeof tmp, dst, 40);
-    if (pre < 0) return fs_fail(e, ENAMETOOLONG, dst);
+    int pre = files_tmp_prefix(tmp, sizeof tmp, dst, 40);
+    if (pre < 0) return files_fail(e, ENAMETOOLONG, dst);
     if (copy_to_tmp(src, st, tmp, pre, e) < 0) {
         remove_tmp(tmp, st);
         return -1;
     }
     if (overwrite ? rename(tmp, dst) : rename_noreplace(tmp, dst)) {
-        fs_fail(e, errno, dst);
+        files_fail(e, errno, dst);
         remove_tmp(tmp, st);
         return -1;
     }
@@ -123,25 +123,25 @@ static int move_across(const char *src, const char *dst, const struct stat *st, 
 }
 
 /* Both names without trailing slashes: "link/" names the symlink itself. */
-static int move_stripped(const char *src, const char *dst, int overwrite, struct fs_err *e)
+static int move_stripped(const char *src, const char *dst, int overwrite, struct files_err *e)
 {
     struct stat st;
-    if (!*src) return fs_fail(e, ENOENT, src);
-    if (!*dst) return fs_fail(e, ENOENT, dst);
-    if (lstat(src, &st) < 0) return fs_fail(e, errno, src);
-    if (S_ISDIR(st.st_mode) && fs_is_root(&st)) return fs_fail_msg(e, EBUSY, src, "Refusing to move /");
+    if (!*src) return files_fail(e, ENOENT, src);
+    if (!*dst) return files_fail(e, ENOENT, dst);
+    if (lstat(src, &st) < 0) return files_fail(e, errno, src);
+    if (S_ISDIR(st.st_mode) && files_is_root(&st)) return files_fail_msg(e, EBUSY, src, "Refusing to move /");
     if ((overwrite ? rename(src, dst) : rename_noreplace(src, dst)) == 0) return 0;
     int en = errno;
     if (en == EXDEV) return move_across(src, dst, &st, overwrite, e);
     /* Errors about the destination name it; the rest the source. */
     int at_dst = en == EEXIST || en == ENOTEMPTY || en == EISDIR || en == ENOTDIR || en == ENOENT;
-    return fs_fail(e, en, at_dst ? dst : src);
+    return files_fail(e, en, at_dst ? dst : src);
 }
 
-int fs_move(const char *src, const char *dst, int overwrite, struct fs_err *e)
+int files_move(const char *src, const char *dst, int overwrite, struct files_err *e)
 {
-    char *s = fs_strip_slashes(src), *d = fs_strip_slashes(dst);
-    int r = s && d ? move_stripped(s, d, overwrite, e) : fs_fail(e, ENOMEM, src);
+    char *s = files_strip_slashes(src), *d = files_strip_slashes(dst);
+    int r = s && d ? move_stripped(s, d, overwrite, e) : files_fail(e, ENOMEM, src);
     free(s);
     free(d);
     return r;

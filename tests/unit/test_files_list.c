@@ -55,7 +55,7 @@ struct seen {
     int file, link, sub;
 };
 
-static int collect(void *ctx, const struct fs_entry *ent)
+static int collect(void *ctx, const struct files_entry *ent)
 {
     struct seen *c = ctx;
     char want[128];
@@ -85,15 +85,15 @@ static void test_list_all(void **s)
 {
     (void)s;
     struct seen c = {0, 0, 0, 0, 0, 0};
-    struct fs_err e;
-    assert_int_equal(fs_list(dir, collect, &c, &e), 0);
+    struct files_err e;
+    assert_int_equal(files_list(dir, collect, &c, &e), 0);
     assert_int_equal(c.n, 3);
     assert_true(c.file && c.link && c.sub);
     /* A trailing slash is not doubled in entry paths. */
     char slashed[80];
     snprintf(slashed, sizeof slashed, "%s/", dir);
     c = (struct seen){0, 0, 0, 0, 0, 0};
-    assert_int_equal(fs_list(slashed, collect, &c, &e), 0);
+    assert_int_equal(files_list(slashed, collect, &c, &e), 0);
     assert_int_equal(c.n, 3);
 }
 
@@ -101,29 +101,29 @@ static void test_list_stops(void **s)
 {
     (void)s;
     struct seen c = {0, 2, ENOSPC, 0, 0, 0};
-    struct fs_err e;
-    assert_int_equal(fs_list(dir, collect, &c, &e), -1);
+    struct files_err e;
+    assert_int_equal(files_list(dir, collect, &c, &e), -1);
     assert_int_equal(c.n, 2);
     assert_int_equal(e.errnum, ENOSPC);
     assert_string_equal(e.path, dir);
-    fs_err_free(&e);
+    files_err_free(&e);
 }
 
 static void test_list_errors(void **s)
 {
     (void)s;
     struct seen c = {0, 0, 0, 0, 0, 0};
-    struct fs_err e;
+    struct files_err e;
     char p[128];
     snprintf(p, sizeof p, "%s/file", dir);
-    assert_int_equal(fs_list(p, collect, &c, &e), -1);
+    assert_int_equal(files_list(p, collect, &c, &e), -1);
     assert_int_equal(e.errnum, ENOTDIR);
     assert_string_equal(e.path, p);
     assert_string_equal(e.message, strerror(ENOTDIR));
-    fs_err_free(&e);
-    assert_int_equal(fs_list("", collect, &c, &e), -1);
+    files_err_free(&e);
+    assert_int_equal(files_list("", collect, &c, &e), -1);
     assert_int_equal(e.errnum, ENOENT);
-    fs_err_free(&e);
+    files_err_free(&e);
     assert_int_equal(c.n, 0);
 }
 
@@ -131,32 +131,32 @@ static void test_stat(void **s)
 {
     (void)s;
     char p[128];
-    struct fs_entry ent;
-    struct fs_err e;
+    struct files_entry ent;
+    struct files_err e;
     snprintf(p, sizeof p, "%s/link", dir);
-    assert_int_equal(fs_stat(p, 0, &ent, &e), 0);
+    assert_int_equal(files_stat(p, 0, &ent, &e), 0);
     assert_true(S_ISLNK(ent.st.st_mode));
     assert_int_equal(ent.nlen, 4);
     assert_memory_equal(ent.name, "link", 4);
     assert_string_equal(ent.path, p);
     assert_memory_equal(ent.target, "file", 4);
-    fs_entry_free(&ent);
-    assert_int_equal(fs_stat(p, 1, &ent, &e), 0);
+    files_entry_free(&ent);
+    assert_int_equal(files_stat(p, 1, &ent, &e), 0);
     assert_true(S_ISREG(ent.st.st_mode));
     assert_null(ent.target);
-    fs_entry_free(&ent);
+    files_entry_free(&ent);
     /* "sub/": the name without the slash, the path as given. */
     snprintf(p, sizeof p, "%s/sub/", dir);
-    assert_int_equal(fs_stat(p, 0, &ent, &e), 0);
+    assert_int_equal(files_stat(p, 0, &ent, &e), 0);
     assert_int_equal(ent.nlen, 3);
     assert_memory_equal(ent.name, "sub", 3);
     assert_int_equal(ent.plen, strlen(p));
-    fs_entry_free(&ent);
+    files_entry_free(&ent);
     snprintf(p, sizeof p, "%s/none", dir);
-    assert_int_equal(fs_stat(p, 0, &ent, &e), -1);
+    assert_int_equal(files_stat(p, 0, &ent, &e), -1);
     assert_int_equal(e.errnum, ENOENT);
     assert_string_equal(e.path, p);
-    fs_err_free(&e);
+    files_err_free(&e);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * state.h - the session mode's shared record and the calls between its
+ * session_priv.h - the session mode's shared record and the calls between its
  * parts (README "`sandbox-agent session -- HANDLER ARGV...`"). Internal to
  * agent/session; session.h is the mode's entry point.
  *
@@ -120,7 +120,7 @@ int requests_init(struct session *s);
 void requests_free_all(struct session *s);
 /* A new request for line[0..n), queued (with '\n' added) and its timer
  * started; NULL when out of memory. */
-struct req *requests_add(struct session *s, const struct msg_request *m, const char *line, size_t n);
+struct req *requests_add(struct session *s, const struct msgline_request *m, const char *line, size_t n);
 /* The request of this id that can still be answered, or NULL. */
 struct req *requests_find(struct session *s, const char *id, size_t n);
 /* Forget a request: out of the table, list `from` (or none) and its timer. */

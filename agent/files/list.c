@@ -1,12 +1,12 @@
 /*
- * fslist.c - listing a directory and stat of one entry (see files.h).
+ * list.c - listing a directory (see files.h).
  *
  * list hands each entry to the caller's callback as soon as it is read, so a
  * directory of millions of entries costs the same memory as one of ten: one
  * entry path buffer, one link target at a time. No printf here: this is the
  * hot path of `fs list`.
  */
-#include "agent/files/fsint.h"
+#include "agent/files/files_priv.h"
 #include "agent/core/buf.h"
 #include "agent/core/log.h"
 
@@ -31,7 +31,7 @@ struct lister {
 
 /* Fill ent for the name just read. Returns 1 to skip it (vanished, or its
  * lstat failed: logged), 0 for an entry, or an errno value. */
-static int read_entry(struct lister *l, const char *name, struct fs_entry *ent)
+static int read_entry(struct lister *l, const char *name, struct files_entry *ent)
 {
     if (fstatat(l->fd, name, &ent->st, AT_SYMLINK_NOFOLLOW) < 0) {
         /* Removed since readdir saw it: it is not there any more. */
@@ -40,7 +40,7 @@ static int read_entry(struct lister *l, const char *name, struct fs_entry *ent)
     }
     ent->target = NULL;
     ent->tlen = 0;
-    if (S_ISLNK(ent->st.st_mode) && !(ent->target = fs_readlink(l->fd, name, &ent->tlen))) {
+    if (S_ISLNK(ent->st.st_mode) && !(ent->target = files_readlink(l->fd, name, &ent->tlen))) {
         if (errno == ENOENT) return 1;
         /* An entry without its target is still an entry. */
         log_warn("fs list: readlink %s/%s: %s", l->path, name, strerror(errno));
@@ -49,7 +49,7 @@ static int read_entry(struct lister *l, const char *name, struct fs_entry *ent)
     ent->nlen = strlen(name);
     l->ent_path.len = l->prefix;
     if (buf_append(&l->ent_path, name, ent->nlen) < 0 || !buf_cstr(&l->ent_path)) {
-        fs_entry_free(ent);
+        files_entry_free(ent);
         return ENOMEM;
     }
     ent->path = l->ent_path.data;
@@ -58,32 +58,32 @@ static int read_entry(struct lister *l, const char *name, struct fs_entry *ent)
 }
 
 /* readdir to the end, each entry to fn. Returns 0 or an errno value. */
-static int list_entries(struct lister *l, DIR *d, fs_list_fn fn, void *ctx)
+static int list_entries(struct lister *l, DIR *d, files_list_fn fn, void *ctx)
 {
     for (;;) {
         errno = 0;
         struct dirent *de = readdir(d);
         if (!de) return errno;
-        if (fs_is_dots(de->d_name)) continue;
-        struct fs_entry ent;
+        if (files_is_dots(de->d_name)) continue;
+        struct files_entry ent;
         int r = read_entry(l, de->d_name, &ent);
         if (r == 1) continue;
         if (r) return r;
         r = fn(ctx, &ent);
-        fs_entry_free(&ent);
+        files_entry_free(&ent);
         if (r) return r;
     }
 }
 
-int fs_list(const char *path, fs_list_fn fn, void *ctx, struct fs_err *e)
+int files_list(const char *path, files_list_fn fn, void *ctx, struct files_err *e)
 {
     struct lister l = {open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY), path, {0}, 0};
-    if (l.fd < 0) return fs_fail(e, errno, path);
+    if (l.fd < 0) return files_fail(e, errno, path);
     DIR *d = fdopendir(l.fd);
     if (!d) {
         int en = errno;
         close(l.fd);
-        return fs_fail(e, en, path);
+        return files_fail(e, en, path);
     }
     /* The entry path prefix, joined as os.path.join does. */
     size_t plen = strlen(path);
@@ -96,19 +96,5 @@ int fs_list(const char *path, fs_list_fn fn, void *ctx, struct fs_err *e)
     if (!err) err = list_entries(&l, d, fn, ctx);
     buf_free(&l.ent_path);
     closedir(d);
-    return err ? fs_fail(e, err, path) : 0;
-}
-
-int fs_stat(const char *path, int follow, struct fs_entry *ent, struct fs_err *e)
-{
-    if (fstatat(AT_FDCWD, path, &ent->st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
-        return fs_fail(e, errno, path);
-    ent->target = NULL;
-    ent->tlen = 0;
-    if (S_ISLNK(ent->st.st_mode) && !(ent->target = fs_readlink(AT_FDCWD, path, &ent->tlen)))
-        return fs_fail(e, errno, path);
-    ent->name = fs_last_name(path, &ent->nlen);
-    ent->path = path;
-    ent->plen = strlen(path);
-    return 0;
+    return err ? files_fail(e, err, path) : 0;
 }

@@ -1,5 +1,5 @@
 /*
- * fsremove.c - removing an entry, and the tree removal move reuses.
+ * remove.c - removing an entry, and the tree removal move reuses.
  *
  * The tree walk is the dangerous part: the guest owns the tree and may
  * rearrange it while we walk. So every directory is entered with
@@ -12,7 +12,7 @@
  * before is removed by then, since the first failure ends the walk). So a
  * tree a million levels deep costs a bounded number of fds.
  */
-#include "agent/files/fsint.h"
+#include "agent/files/files_priv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -83,7 +83,7 @@ static int walk_fail(struct walk *w, int e, const char *leaf)
  * removed already, -1 on failure. */
 static int walk_open_root(struct walk *w)
 {
-    int fd = openat(w->dirfd, w->name, FS_DIR_FLAGS);
+    int fd = openat(w->dirfd, w->name, FILES_DIR_FLAGS);
     if (fd < 0) {
         int e = errno;
         if (e != ENOTDIR && e != ELOOP) return walk_fail(w, e, NULL);
@@ -91,7 +91,7 @@ static int walk_open_root(struct walk *w)
         return unlinkat(w->dirfd, w->name, 0) == 0 ? 1 : walk_fail(w, errno, NULL);
     }
     struct stat sb;
-    int e = fstat(fd, &sb) < 0 ? errno : fs_is_root(&sb) ? EBUSY : 0;
+    int e = fstat(fd, &sb) < 0 ? errno : files_is_root(&sb) ? EBUSY : 0;
     if (!e && !(w->st = malloc(16 * sizeof *w->st))) e = ENOMEM;
     if (e) {
         close(fd);
@@ -120,7 +120,7 @@ static int walk_push(struct walk *w, int cfd, const char *nm)
     }
     struct stat sb;
     char *cname = strdup(nm);
-    int e = !cname ? ENOMEM : fstat(cfd, &sb) < 0 ? errno : fs_is_root(&sb) ? EBUSY : 0;
+    int e = !cname ? ENOMEM : fstat(cfd, &sb) < 0 ? errno : files_is_root(&sb) ? EBUSY : 0;
     if (e) {
         free(cname);
         close(cfd);
@@ -144,7 +144,7 @@ static int walk_entry(struct walk *w, const struct dirent *de)
         is_dir = S_ISDIR(sb.st_mode);
     }
     if (is_dir) {
-        int cfd = openat(fd, nm, FS_DIR_FLAGS);
+        int cfd = openat(fd, nm, FILES_DIR_FLAGS);
         if (cfd >= 0) return walk_push(w, cfd, nm);
         if (errno == ENOENT) return 0;
         if (errno != ENOTDIR && errno != ELOOP) return walk_fail(w, errno, nm);
@@ -161,7 +161,7 @@ static int walk_reopen_parent(struct walk *w)
     struct frame *top = &w->st[w->n - 1], *parent = &w->st[w->n - 2];
     if (parent->fd >= 0) return 0;
     struct stat sb;
-    int pfd = openat(top->fd, "..", FS_DIR_FLAGS);
+    int pfd = openat(top->fd, "..", FILES_DIR_FLAGS);
     if (pfd < 0 || fstat(pfd, &sb) < 0) {
         int e = errno;
         if (pfd >= 0) close(pfd);
@@ -203,12 +203,12 @@ static int walk_step(struct walk *w)
     if (!top->d && !(top->d = fdopendir(top->fd))) return walk_fail(w, errno, NULL);
     errno = 0;
     struct dirent *de = readdir(top->d);
-    if (de) return fs_is_dots(de->d_name) ? 0 : walk_entry(w, de);
+    if (de) return files_is_dots(de->d_name) ? 0 : walk_entry(w, de);
     if (errno) return walk_fail(w, errno, NULL);
     return walk_pop(w);
 }
 
-int fs_remove_tree(int dirfd, const char *name, const char *shown, struct fs_err *e)
+int files_remove_tree(int dirfd, const char *name, const char *shown, struct files_err *e)
 {
     struct walk w = {NULL, 0, 0, dirfd, name, shown, 0, NULL};
     int r = walk_open_root(&w);
@@ -216,8 +216,8 @@ int fs_remove_tree(int dirfd, const char *name, const char *shown, struct fs_err
     /* The path is built before the frames (and the leaf's DIR) go. */
     if (r < 0) {
         char *failed = tree_path(&w);
-        if (failed) fs_fail_take(e, w.e, failed);
-        else fs_fail(e, ENOMEM, shown);
+        if (failed) files_fail_take(e, w.e, failed);
+        else files_fail(e, ENOMEM, shown);
     }
     for (size_t i = 0; i < w.n; i++) {
         frame_close(&w.st[i]);
@@ -227,31 +227,31 @@ int fs_remove_tree(int dirfd, const char *name, const char *shown, struct fs_err
     return r < 0 ? -1 : 0;
 }
 
-int fs_remove(const char *arg, int recursive, struct fs_err *e)
+int files_remove(const char *arg, int recursive, struct files_err *e)
 {
     /* remove acts on the named entry itself: "link/" must name the symlink,
      * not the directory it points to (the kernel follows a final symlink
      * when the path ends in '/', O_NOFOLLOW or not). */
-    char *path = fs_strip_slashes(arg);
-    if (!path) return fs_fail(e, ENOMEM, arg);
+    char *path = files_strip_slashes(arg);
+    if (!path) return files_fail(e, ENOMEM, arg);
     struct stat st;
     size_t nlen;
-    const char *name = fs_last_name(path, &nlen);
+    const char *name = files_last_name(path, &nlen);
     int r = 0;
     if (!*path || lstat(path, &st) < 0)
-        r = fs_fail(e, *path ? errno : ENOENT, path);
+        r = files_fail(e, *path ? errno : ENOENT, path);
     /* Never the root, by whatever name ("/", "//", "/tmp/..", a bind mount). */
-    else if (S_ISDIR(st.st_mode) && fs_is_root(&st))
-        r = fs_fail_msg(e, EBUSY, path, "Refusing to remove /");
+    else if (S_ISDIR(st.st_mode) && files_is_root(&st))
+        r = files_fail_msg(e, EBUSY, path, "Refusing to remove /");
     /* Nor "." or "..", as rm refuses them: their removal means something else. */
     else if ((nlen == 1 && name[0] == '.') || (nlen == 2 && name[0] == '.' && name[1] == '.'))
-        r = fs_fail_msg(e, EINVAL, path, "Refusing to remove '.' or '..'");
+        r = files_fail_msg(e, EINVAL, path, "Refusing to remove '.' or '..'");
     else if (!S_ISDIR(st.st_mode))
-        r = unlink(path) < 0 ? fs_fail(e, errno, path) : 0;
+        r = unlink(path) < 0 ? files_fail(e, errno, path) : 0;
     else if (!recursive)
-        r = rmdir(path) < 0 ? fs_fail(e, errno, path) : 0;
+        r = rmdir(path) < 0 ? files_fail(e, errno, path) : 0;
     else
-        r = fs_remove_tree(AT_FDCWD, path, path, e);
+        r = files_remove_tree(AT_FDCWD, path, path, e);
     free(path);
     return r;
 }

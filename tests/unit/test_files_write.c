@@ -61,25 +61,25 @@ static int make_target(void *ctx, int fd, const char *replaced)
 }
 
 /* Write "data" to path through the hooks from a pipe. */
-static int write_via(const char *path, struct heard *h, struct fs_err *e)
+static int write_via(const char *path, struct heard *h, struct files_err *e)
 {
     int p[2];
     assert_int_equal(pipe(p), 0);
     assert_int_equal(write(p[1], "data", 4), 4);
     close(p[1]);
-    struct fs_write_opts o = {0};
-    struct fs_write_hooks hooks = {make_target, named, h};
+    struct files_write_opts o = {0};
+    struct files_write_hooks hooks = {make_target, named, h};
     long long bytes;
-    int r = fs_write_hooked(path, p[0], &o, &hooks, &bytes, e);
+    int r = files_write_hooked(path, p[0], &o, &hooks, &bytes, e);
     close(p[0]);
     return r;
 }
 
-static enum fs_tmp_kind kind_of(const char *tmp)
+static enum files_tmp_kind kind_of(const char *tmp)
 {
     size_t n, tl;
-    const char *name = fs_last_name(tmp, &n), *t;
-    return fs_tmp_kind(name, n, &t, &tl);
+    const char *name = files_last_name(tmp, &n), *t;
+    return files_tmp_kind(name, n, &t, &tl);
 }
 
 static void test_marks(void **s)
@@ -88,17 +88,17 @@ static void test_marks(void **s)
     char path[256];
     snprintf(path, sizeof path, "%s/f.txt", dir);
     struct heard h = {0};
-    struct fs_err e;
+    struct files_err e;
     assert_int_equal(write_via(path, &h, &e), 0);
     assert_int_equal(h.n, 1);
     assert_false(h.existed);
-    assert_int_equal(kind_of(h.names[0]), FS_TMP_NEW);
+    assert_int_equal(kind_of(h.names[0]), FILES_TMP_NEW);
     assert_int_equal(strncmp(h.names[0], dir, strlen(dir)), 0); /* beside the target */
     assert_int_equal(temp_files(), 0);
 
     struct heard again = {0};
     assert_int_equal(write_via(path, &again, &e), 0);
-    assert_int_equal(kind_of(again.names[0]), FS_TMP_REPLACES);
+    assert_int_equal(kind_of(again.names[0]), FILES_TMP_REPLACES);
     assert_string_not_equal(again.names[0], h.names[0]);
     assert_int_equal(temp_files(), 0);
     FILE *f = fopen(path, "r");
@@ -115,13 +115,13 @@ static void test_remarked(void **s)
     char path[256];
     snprintf(path, sizeof path, "%s/late.txt", dir);
     struct heard h = {0};
-    struct fs_err e;
+    struct files_err e;
     made_meanwhile = path; /* the target appears while the file is written */
     assert_int_equal(write_via(path, &h, &e), 0);
     made_meanwhile = NULL;
     assert_int_equal(h.n, 2);
-    assert_int_equal(kind_of(h.names[0]), FS_TMP_NEW);
-    assert_int_equal(kind_of(h.names[1]), FS_TMP_REPLACES); /* renamed to the other mark first */
+    assert_int_equal(kind_of(h.names[0]), FILES_TMP_NEW);
+    assert_int_equal(kind_of(h.names[1]), FILES_TMP_REPLACES); /* renamed to the other mark first */
     assert_int_equal(temp_files(), 0);
     unlink(path);
 }
@@ -132,10 +132,10 @@ static void test_refusal(void **s)
     char path[256];
     snprintf(path, sizeof path, "%s/g.txt", dir);
     struct heard h = {.refuse = EAGAIN};
-    struct fs_err e;
+    struct files_err e;
     assert_int_equal(write_via(path, &h, &e), -1);
     assert_int_equal(e.errnum, EAGAIN);
-    fs_err_free(&e);
+    files_err_free(&e);
     assert_int_equal(access(path, F_OK), -1);
     assert_int_equal(temp_files(), 0);
 }

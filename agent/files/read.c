@@ -1,5 +1,5 @@
 /*
- * fsread.c - reading a regular file's bytes to the caller's fd (see files.h).
+ * read.c - reading a regular file's bytes to the caller's fd (see files.h).
  *
  * Hostile input is the point here: the path may name a FIFO that never gets
  * a writer, a device that streams forever, a /proc file that reports size 0
@@ -8,7 +8,7 @@
  * the stat cannot block the open), fstat the opened fd (what we check is
  * what we read), and the caller copies at most the size seen then.
  */
-#include "agent/files/fsint.h"
+#include "agent/files/files_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,34 +24,34 @@
 #define SENDFILE_CHUNK (1024 * 1024)
 #define COPY_CHUNK (128 * 1024)
 
-/* Why st is not readable as a file: EISDIR, FS_ENOTREG, or 0. */
+/* Why st is not readable as a file: EISDIR, FILES_ENOTREG, or 0. */
 static int refusal(const struct stat *st)
 {
-    return S_ISDIR(st->st_mode) ? EISDIR : S_ISREG(st->st_mode) ? 0 : FS_ENOTREG;
+    return S_ISDIR(st->st_mode) ? EISDIR : S_ISREG(st->st_mode) ? 0 : FILES_ENOTREG;
 }
 
-int fs_read_open(const char *path, struct fs_file *f, struct fs_err *e)
+int files_read_open(const char *path, struct files_reader *f, struct files_err *e)
 {
     struct stat st;
     int en;
-    if (!*path) return fs_fail(e, ENOENT, path);
-    if (stat(path, &st) < 0) return fs_fail(e, errno, path);
-    if ((en = refusal(&st))) return fs_fail(e, en, path);
+    if (!*path) return files_fail(e, ENOENT, path);
+    if (stat(path, &st) < 0) return files_fail(e, errno, path);
+    if ((en = refusal(&st))) return files_fail(e, en, path);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return fs_fail(e, errno, path);
+    if (fd < 0) return files_fail(e, errno, path);
     struct statfs sfs;
     en = fstat(fd, &st) < 0 ? errno : refusal(&st);
     /* /proc files are "regular" of size 0 and generated as they are read. */
-    if (!en && fstatfs(fd, &sfs) == 0 && sfs.f_type == PROC_MAGIC) en = FS_ENOTREG;
+    if (!en && fstatfs(fd, &sfs) == 0 && sfs.f_type == PROC_MAGIC) en = FILES_ENOTREG;
     if (en) {
         close(fd);
-        return fs_fail(e, en, path);
+        return files_fail(e, en, path);
     }
-    *f = (struct fs_file){fd, (long long)st.st_size, path};
+    *f = (struct files_reader){fd, (long long)st.st_size, path};
     return 0;
 }
 
-void fs_read_close(struct fs_file *f)
+void files_read_close(struct files_reader *f)
 {
     if (f->fd >= 0) close(f->fd);
     f->fd = -1;
@@ -144,12 +144,12 @@ static int at_eof(int fd, off_t at)
     return r <= 0;
 }
 
-int fs_read_copy(struct fs_file *f, uint64_t offset, long long len, int out_fd, long long *length,
-                 int *eof, struct fs_err *e)
+int files_read_copy(struct files_reader *f, uint64_t offset, long long len, int out_fd, long long *length,
+                 int *eof, struct files_err *e)
 {
     int read_side = 1;
     long long n = len ? copy_out(f->fd, (off_t)offset, len, out_fd, &read_side) : 0;
-    if (n < 0) return read_side ? fs_fail(e, errno, f->path) : fs_fail_fd(e, errno);
+    if (n < 0) return read_side ? files_fail(e, errno, f->path) : files_fail_fd(e, errno);
     /* A short copy: the file shrank, so nothing is left. Otherwise a slice
      * (or length 0) may stop short of the end: a one-byte probe tells. */
     *eof = n < len ? 1 : at_eof(f->fd, (off_t)offset + n);

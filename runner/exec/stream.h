@@ -1,5 +1,5 @@
 /*
- * streams.h - the command's stdout and stderr on their way back: one pipe
+ * stream.h - the command's stdout and stderr on their way back: one pipe
  * each, read as the loop finds them readable into a ring (ring.h) that keeps
  * the last N bytes.
  *

@@ -1,19 +1,18 @@
 /*
- * fswrite.c - writing a file from the caller's fd, and creating a directory
- * (see files.h).
+ * write.c - writing a file from the caller's fd (see files.h).
  *
  * write replaces a file atomically: the input goes to a temporary file in
  * the same directory (O_CLOEXEC, mode 0600 while being filled), which is
  * fsynced and then renamed over the target, so a reader sees the old file or
  * the new one, never a part. Its name (".NAME.sbx-K-RANDOM", created
- * O_EXCL) carries whether it replaces a file (files.h: FS_TMP_MARK_*) and is
+ * O_EXCL) carries whether it replaces a file (files.h: FILES_TMP_MARK_*) and is
  * told to the caller's hook before the file exists, so a caller that can be
  * killed has someone remove it. Any failure (input unreadable, disk full,
  * with guard_signals a signal that ends us) unlinks the temporary file and
  * leaves the old file untouched. append writes in place instead (there is
  * nothing atomic to promise).
  */
-#include "agent/files/fsint.h"
+#include "agent/files/files_priv.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
 
@@ -53,7 +52,7 @@ static void on_fatal_signal(int sig)
     raise(sig);
 }
 
-static void guard_signals(const struct fs_write_opts *o, int on)
+static void guard_signals(const struct files_write_opts *o, int on)
 {
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGXFSZ};
     if (!o->guard_signals) return;
@@ -97,37 +96,37 @@ struct target {
 
 /* Write through a symlink as `> path` would: replace what it points to, not
  * the link. A dangling link is replaced itself. */
-static int find_target(const char *path, struct target *t, struct fs_err *e)
+static int find_target(const char *path, struct target *t, struct files_err *e)
 {
     t->path = path;
     t->resolved = NULL;
     if (lstat(path, &t->st) == 0 && S_ISLNK(t->st.st_mode) && (t->resolved = realpath(path, NULL)))
         t->path = t->resolved;
     t->exists = stat(t->path, &t->st) == 0;
-    if (!t->exists && errno != ENOENT) return fs_fail(e, errno, path);
-    if (t->exists && S_ISDIR(t->st.st_mode)) return fs_fail(e, EISDIR, path);
-    if (t->exists && !S_ISREG(t->st.st_mode)) return fs_fail(e, FS_ENOTREG, path);
+    if (!t->exists && errno != ENOENT) return files_fail(e, errno, path);
+    if (t->exists && S_ISDIR(t->st.st_mode)) return files_fail(e, EISDIR, path);
+    if (t->exists && !S_ISREG(t->st.st_mode)) return files_fail(e, FILES_ENOTREG, path);
     return 0;
 }
 
 static int write_append(const char *path, const struct target *t, int in_fd,
-                        const struct fs_write_opts *o, long long *bytes, struct fs_err *e)
+                        const struct files_write_opts *o, long long *bytes, struct files_err *e)
 {
     /* O_NONBLOCK: a FIFO put there since our stat cannot block the open. */
     int fd = open(t->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
                   o->has_mode ? o->mode : 0666);
-    if (fd < 0) return fs_fail(e, errno, path);
+    if (fd < 0) return files_fail(e, errno, path);
     struct stat st;
     int r = 0, read_side = 0;
     if (fstat(fd, &st) < 0) {
-        r = fs_fail(e, errno, path);
+        r = files_fail(e, errno, path);
     } else if (!S_ISREG(st.st_mode)) {
-        r = fs_fail(e, FS_ENOTREG, path);
+        r = files_fail(e, FILES_ENOTREG, path);
     } else {
         io_set_nonblock(fd, 0);
         *bytes = copy_in(in_fd, fd, &read_side);
-        if (*bytes < 0) r = read_side ? fs_fail_fd(e, errno) : fs_fail(e, errno, path);
-        else if (o->has_mode && fchmod(fd, o->mode) < 0) r = fs_fail(e, errno, path);
+        if (*bytes < 0) r = read_side ? files_fail_fd(e, errno) : files_fail(e, errno, path);
+        else if (o->has_mode && fchmod(fd, o->mode) < 0) r = files_fail(e, errno, path);
     }
     close(fd);
     return r;
@@ -135,7 +134,7 @@ static int write_append(const char *path, const struct target *t, int in_fd,
 
 /* The mode of the new file: the one asked for, the replaced file's, or what
  * a new file gets under the umask. */
-static mode_t new_mode(const struct target *t, const struct fs_write_opts *o)
+static mode_t new_mode(const struct target *t, const struct files_write_opts *o)
 {
     if (o->has_mode) return o->mode;
     if (t->exists) return t->st.st_mode & 07777;
@@ -147,7 +146,7 @@ static mode_t new_mode(const struct target *t, const struct fs_write_opts *o)
 /* Fill the temporary file fd (closed here) from in_fd. Returns 0, or an
  * errno value with *read_side saying whether in_fd failed. */
 static int fill_tmp(int fd, int in_fd, const char *path, const struct target *t,
-                    const struct fs_write_opts *o, const struct fs_write_hooks *h, long long *bytes,
+                    const struct files_write_opts *o, const struct files_write_hooks *h, long long *bytes,
                     int *read_side)
 {
     int e = 0;
@@ -180,12 +179,12 @@ static void fill_random(unsigned char *r, size_t n)
 static int tmp_name(char *out, const char *target, int replaces)
 {
     static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    int pre = fs_tmp_prefix(out, TMP_PATH_MAX, target, TMP_SUFFIX_LEN + 1);
+    int pre = files_tmp_prefix(out, TMP_PATH_MAX, target, TMP_SUFFIX_LEN + 1);
     if (pre < 0) return -1;
     unsigned char r[TMP_RANDOM];
     fill_random(r, sizeof r);
     char *p = out + pre;
-    p += snprintf(p, 8, ".sbx-%c-", replaces ? FS_TMP_MARK_REPLACES : FS_TMP_MARK_NEW);
+    p += snprintf(p, 8, ".sbx-%c-", replaces ? FILES_TMP_MARK_REPLACES : FILES_TMP_MARK_NEW);
     for (size_t i = 0; i < sizeof r; i++) *p++ = abc[r[i] % (sizeof abc - 1)];
     *p = '\0';
     return 0;
@@ -200,7 +199,7 @@ static int name_taken(const struct target *t)
 
 /* Create the temporary file (into tmp_path, told to the hook first) under a
  * fresh name marked with *replaces (name_taken now): *fd, or an errno value. */
-static int create_tmp(const struct target *t, const struct fs_write_hooks *h, int *fd, int *replaces)
+static int create_tmp(const struct target *t, const struct files_write_hooks *h, int *fd, int *replaces)
 {
     *replaces = name_taken(t);
     for (int i = 0; i < TMP_TRIES; i++) {
@@ -218,7 +217,7 @@ static int create_tmp(const struct target *t, const struct fs_write_hooks *h, in
  * name or left it since the file was named, the other mark. A failure
  * costs the watchers only the exact event type, so it is not one (the hook
  * is told the name kept). */
-static void remark(const struct target *t, const struct fs_write_hooks *h, int replaces)
+static void remark(const struct target *t, const struct files_write_hooks *h, int replaces)
 {
     int now = name_taken(t);
     static char other[TMP_PATH_MAX];
@@ -234,8 +233,8 @@ static void remark(const struct target *t, const struct fs_write_hooks *h, int r
 }
 
 static int write_atomic(const char *path, const struct target *t, int in_fd,
-                        const struct fs_write_opts *o, const struct fs_write_hooks *h, long long *bytes,
-                        struct fs_err *e)
+                        const struct files_write_opts *o, const struct files_write_hooks *h, long long *bytes,
+                        struct files_err *e)
 {
     /* Beside the target, so the rename stays within one filesystem. */
     guard_signals(o, 1);
@@ -250,14 +249,14 @@ static int write_atomic(const char *path, const struct target *t, int in_fd,
     tmp_path[0] = '\0';
     guard_signals(o, 0);
     if (!en) return 0;
-    return read_side ? fs_fail_fd(e, en) : fs_fail(e, en, path);
+    return read_side ? files_fail_fd(e, en) : files_fail(e, en, path);
 }
 
-static int write_file(const char *path, int in_fd, const struct fs_write_opts *o,
-                      const struct fs_write_hooks *h, long long *bytes, struct fs_err *e)
+static int write_file(const char *path, int in_fd, const struct files_write_opts *o,
+                      const struct files_write_hooks *h, long long *bytes, struct files_err *e)
 {
-    if (!*path) return fs_fail(e, ENOENT, path);
-    if (o->parents && fs_make_parents(path) < 0) return fs_fail(e, errno, path);
+    if (!*path) return files_fail(e, ENOENT, path);
+    if (o->parents && files_make_parents(path) < 0) return files_fail(e, errno, path);
     struct target t;
     int r = find_target(path, &t, e);
     if (r == 0) r = o->append ? write_append(path, &t, in_fd, o, bytes, e)
@@ -266,54 +265,17 @@ static int write_file(const char *path, int in_fd, const struct fs_write_opts *o
     return r;
 }
 
-int fs_write(const char *path, int in_fd, const struct fs_write_opts *o, long long *bytes,
-             struct fs_err *e)
+int files_write(const char *path, int in_fd, const struct files_write_opts *o, long long *bytes,
+             struct files_err *e)
 {
-    static const struct fs_write_hooks none;
+    static const struct files_write_hooks none;
     return write_file(path, in_fd, o, &none, bytes, e);
 }
 
-int fs_write_hooked(const char *path, int in_fd, const struct fs_write_opts *o,
-                    const struct fs_write_hooks *h, long long *bytes, struct fs_err *e)
+int files_write_hooked(const char *path, int in_fd, const struct files_write_opts *o,
+                    const struct files_write_hooks *h, long long *bytes, struct files_err *e)
 {
-    struct fs_write_opts atomic = *o;
+    struct files_write_opts atomic = *o;
     atomic.append = 0;
     return write_file(path, in_fd, &atomic, h, bytes, e);
-}
-
-/* mkdir, with the missing parents; an existing directory is not created. */
-static int make_dir(const char *path, int parents, mode_t mode, int *created)
-{
-    *created = 1;
-    if (mkdir(path, mode) == 0) return 0;
-    int e = errno;
-    if (e == ENOENT && parents) {
-        if (fs_make_parents(path) < 0) return errno;
-        e = mkdir(path, mode) < 0 ? errno : 0;
-    }
-    struct stat st;
-    /* Already a directory: nothing to do, and says so. */
-    if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        *created = 0;
-        e = 0;
-    }
-    return e;
-}
-
-int fs_mkdir(const char *path, int parents, int has_mode, mode_t mode, int *created, struct fs_err *e)
-{
-    if (!*path) return fs_fail(e, ENOENT, path);
-    int en = make_dir(path, parents, has_mode ? mode : 0777, created);
-    if (en) return fs_fail(e, en, path);
-    if (!*created || !has_mode) return 0;
-    /* The mode is exact, as mkdir -m: the umask does not cut it. Through an
-     * fd opened without following a symlink: the guest may have swapped the
-     * new directory for a link to /etc/shadow since mkdir, and chmod(path)
-     * would follow it. */
-    int dfd = open(path, FS_DIR_FLAGS);
-    if (dfd < 0) return fs_fail(e, errno, path);
-    int r = fchmod(dfd, mode);
-    en = errno;
-    close(dfd);
-    return r < 0 ? fs_fail(e, en, path) : 0;
 }

@@ -1,7 +1,7 @@
 /*
- * streams.c - the command's output pipes into rings (see streams.h).
+ * stream.c - the command's output pipes into rings (see stream.h).
  */
-#include "runner/exec/streams.h"
+#include "runner/exec/stream.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
 
