@@ -15,12 +15,13 @@
  * unsubscribes: the process runs on.
  *
  * Deadlines (Connect-Timeout-Ms): on Connect the stream ends with
- * deadline_exceeded and the process runs on. On Start, when the header's
- * deadline is the sooner of it and the request's `timeout` (or there is no
- * `timeout`), its end stops the process and what it started (proc_stop)
- * and ends the stream with deadline_exceeded and no end event, which E2B's
- * SDKs turn into their timeout error; the record keeps its end for a later
- * Connect. A sooner `timeout` is the process's own: its end event follows.
+ * deadline_exceeded and the process runs on. On Start the sooner of the
+ * header and the request's `timeout` is the process's timeout (it stops
+ * the process and what it started, whether or not the client is still
+ * there). When it is the header's, the stream ends with deadline_exceeded
+ * and no end event, which E2B's SDKs turn into their timeout error; the
+ * record keeps its end for a later Connect. A sooner `timeout`: its end
+ * event follows, as before.
  */
 #include "agent/api/procev.h"
 #include "agent/api/procrpc.h"
@@ -198,13 +199,19 @@ static void stream_open(struct rpc_call *call, struct proc *p, uint64_t off, int
     pump(ps);
 }
 
-/* 1 when Connect-Timeout-Ms runs out before the request's timeout (or
- * there is none): the deadline is then what stops the process. */
-static int deadline_is_timeout(struct rpc_call *call, double req)
+/* The timeout of a Start: the request's or Connect-Timeout-Ms, the sooner
+ * (the process's own: it stops it even when the client has left by then,
+ * as an SDK aborting at its own deadline has). *hdr: the header's is it. */
+static double start_timeout(struct rpc_call *call, double req, int *hdr)
 {
     uint64_t ms;
-    if (!rpc_timeout(call, &ms)) return 0;
-    return req <= 0 || (double)ms / 1000.0 < req;
+    *hdr = 0;
+    if (!rpc_timeout(call, &ms)) return req;
+    double t = (double)ms / 1000.0;
+    if (t <= 0) t = 0.001;
+    if (req > 0 && req <= t) return req;
+    *hdr = 1;
+    return t;
 }
 
 void procrpc_start(struct rpc_call *call, const cJSON *msg)
@@ -214,6 +221,7 @@ void procrpc_start(struct rpc_call *call, const cJSON *msg)
     struct user_info u;
     enum rpc_code code = RPC_INVALID_ARGUMENT;
     struct proc *p = NULL;
+    int stops = 0;
     if (!procrpc_table()) {
         rpc_fail(call, RPC_UNAVAILABLE, "no process table");
         return;
@@ -221,10 +229,10 @@ void procrpc_start(struct rpc_call *call, const cJSON *msg)
     if (procreq_start(msg, &r, err) == 0 && procrpc_user(rpc_user(call), &u, &code, err) == 0) {
         struct proc_start s = {.argv = r.argv, .envs = r.envs, .cwd = r.cwd, .tag = r.tag,
                                .user = &u, .stdin_pipe = r.stdin_pipe, .pty = r.pty,
-                               .cols = r.cols, .rows = r.rows, .timeout = r.timeout};
+                               .cols = r.cols, .rows = r.rows,
+                               .timeout = start_timeout(call, r.timeout, &stops)};
         if (!(p = proc_start(procrpc_table(), &s, err))) code = procrpc_code(errno);
     }
-    int stops = p && deadline_is_timeout(call, r.timeout);
     procreq_start_free(&r);
     if (!p) {
         rpc_fail(call, code, err);

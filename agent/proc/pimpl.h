@@ -51,6 +51,7 @@ struct proc {
     struct reaper_watch rw;
     struct pgroup *g;   /* what it started: signals and stops go through it */
     ev_timer deadline;  /* the request's timeout */
+    int timed_out;      /* its timeout ran out (proc_stop): stopped once */
     ev_timer drain;     /* the output's last moments after the leader exited */
     ev_timer pace;      /* while a channel is held: who stalled (ppace.c) */
     int exec_errno;

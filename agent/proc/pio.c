@@ -144,9 +144,7 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
 static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
-    struct proc *p = w->data;
-    log_debug("process %d: timeout; stopping it and what it started", (int)p->pid);
-    pgroup_stop(p->g, SIGTERM, p->t->o.grace);
+    proc_stop(w->data);
 }
 
 static void input_close(struct proc *p)

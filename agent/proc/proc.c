@@ -327,8 +327,10 @@ int proc_signal(struct proc *p, int sig, char *err)
 
 void proc_stop(struct proc *p)
 {
-    if (p->leader_exited) return;
-    log_debug("process %d: stopping it and what it started", (int)p->pid);
+    if (p->leader_exited || p->timed_out) return;
+    p->timed_out = 1;
+    ev_timer_stop(p->t->loop, &p->deadline); /* this is it */
+    log_debug("process %d: timeout; stopping it and what it started", (int)p->pid);
     pgroup_stop(p->g, SIGTERM, p->t->o.grace);
 }
 

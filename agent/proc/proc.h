@@ -148,9 +148,10 @@ int proc_close_stdin(struct proc *p, char *err);
 /* sig to the process group, then to what else it started (its cgroup's
  * other members, or its leader's other descendants). */
 int proc_signal(struct proc *p, int sig, char *err);
-/* Stop it as its timeout would: SIGTERM (and SIGCONT) to all it started,
- * SIGKILL after the table's grace. Nothing once the leader has exited (its
- * background children run on). */
+/* Its timeout ran out now (whatever proc_start's timeout said): SIGTERM
+ * (and SIGCONT) to all it started, SIGKILL after the table's grace; once
+ * (the timeout's own expiry, or a second call, does nothing more). Nothing
+ * once the leader has exited (its background children run on). */
 void proc_stop(struct proc *p);
 /* Its cgroup's directory while it has one, else NULL. */
 const char *proc_cgroup(const struct proc *p);

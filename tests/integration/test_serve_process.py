@@ -466,6 +466,11 @@ def test_connect_timeout_ms_on_start_is_deadline_exceeded(serve):
     wait_ended(a, pid)
     msgs, last = a.stream(CONNECT, {"process": {"pid": pid}}).collect()
     assert last == {} and end_of(msgs)["status"] == "signal: terminated"
+    # The client leaving first (an SDK aborts at its own deadline) does not
+    # keep the process from being stopped at the deadline.
+    s, pid = a.start("/bin/sleep", "300", headers={"Connect-Timeout-Ms": "300"})
+    s.close()
+    wait_until(lambda: not alive(pid), "the process to be stopped")
     # No header: the request's timeout ends with the end event, as before.
     s, pid = a.start("/bin/sleep", "300", msg={"timeout": 0.3})
     msgs, last = s.collect()
