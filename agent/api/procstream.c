@@ -161,13 +161,9 @@ static void on_keepalive(struct rpc_call *call, void *ctx)
 static void on_deadline(struct rpc_call *call, void *ctx)
 {
     struct pstream *ps = ctx;
-    if (!ps->deadline_stops) {
-        if (ps->is_start) return;
-        rpc_fail(call, RPC_DEADLINE_EXCEEDED, "deadline exceeded");
-    } else {
-        proc_stop(ps->sub.p);
-        rpc_fail(call, RPC_DEADLINE_EXCEEDED, "deadline exceeded: the process is stopped");
-    }
+    if (ps->is_start && !ps->deadline_stops) return;
+    if (ps->deadline_stops) proc_stop(ps->sub.p); /* its own timer may come a moment later */
+    rpc_fail(call, RPC_DEADLINE_EXCEEDED, "deadline exceeded");
     close_stream(ps);
 }
 
