@@ -454,7 +454,7 @@ def test_connect_timeout_ms_on_start_is_deadline_exceeded(serve):
     a = serve()
     t0 = time.monotonic()
     s, pid = a.start("/bin/sh", "-c", "sleep 300 & echo $!; wait",
-                     headers={"Connect-Timeout-Ms": "500"}, msg={"timeout": 30})
+                     headers={"Connect-Timeout-Ms": "2000"}, msg={"timeout": 30})
     msgs, end = s.collect()
     assert end["error"]["code"] == "deadline_exceeded", end
     assert not [m for m in msgs if "end" in m["event"]], msgs
@@ -935,7 +935,7 @@ def test_signal_reaches_the_group_once_and_the_daemon_once(serve, tmp_path, left
 @pytest.mark.parametrize("mode", MODES)
 def test_timeout_reaches_a_daemon(serve, tmp_path, leftovers, mode):
     a = mode_agent(serve, mode)
-    s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers, msg={"timeout": 1, "stdin": False})
+    s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers, msg={"timeout": 3, "stdin": False})
     check_mode(mode, cg)
     assert end_of(s.collect()[0])["status"] == "signal: terminated"
     wait_until(lambda: not alive(sleeper), "the daemon's child to die")
@@ -945,7 +945,7 @@ def test_timeout_reaches_a_daemon(serve, tmp_path, leftovers, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_connect_deadline_of_start_reaches_a_daemon(serve, tmp_path, leftovers, mode):
     a = mode_agent(serve, mode)
-    s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers, headers={"Connect-Timeout-Ms": "1500"})
+    s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers, headers={"Connect-Timeout-Ms": "3000"})
     check_mode(mode, cg)
     msgs, end = s.collect()
     assert end["error"]["code"] == "deadline_exceeded" and not [m for m in msgs if "end" in m["event"]]

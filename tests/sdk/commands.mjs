@@ -158,7 +158,7 @@ run({
     const gone = await eventually(async () => !(await listed(cmd)), 15000, 'the timed-out command to be stopped')
     const f = `${work}/daemon.pid`
     const dcmd = `setsid sh -c 'sleep 300 & echo $! > ${f}.tmp; mv ${f}.tmp ${f}; wait' & exec sleep 30`
-    const derr = await rejection(sbx.commands.run(dcmd, { timeoutMs: 3000 }))
+    const derr = await rejection(sbx.commands.run(dcmd, { timeoutMs: 5000 }))
     const daemon = (await sbx.commands.run(`cat ${f}`)).stdout.trim()
     let daemonGone = false
     try {
