@@ -1034,3 +1034,28 @@ def test_cgroups_variable_is_checked(agent):
     finally:
         rc, err = a.stop()
     assert rc == 2 and "SANDBOX_AGENT_CGROUPS" in err
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_stop_ends_what_finished_processes_left_in_cgroups(agent, tmp_path, leftovers, mode):
+    # A `server &` of a command that has ended runs on while the agent does;
+    # the agent's stop ends it where a cgroup holds it (SIGTERM, SIGKILL at
+    # the exit) and removes the cgroup. Without one nothing links it to the
+    # agent's processes any more: it runs on (README: what escapes).
+    a = mode_agent(lambda **env: ServeAgent(agent, **env), mode)
+    try:
+        s, pid = a.start("/bin/sh", "-c", "sleep 300 & echo $!; cat /proc/$!/cgroup")
+        msgs, _ = s.collect()
+        lines = output(msgs).decode().split("\n", 1)
+        bg = int(lines[0])
+        leftovers.append(bg)
+        directory = check_mode(mode, lines[1])
+        assert end_of(msgs)["exitCode"] == 0 and alive(bg)
+    finally:
+        rc, err = a.stop()
+    assert rc == 0, err
+    if mode == "0":
+        assert alive(bg), "runs on without a cgroup (documented)"
+    else:
+        assert not alive(bg), "what a finished process left in its cgroup outlived the agent"
+        assert not os.path.exists(os.path.dirname(directory)), "cgroups left behind"
