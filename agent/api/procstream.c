@@ -11,7 +11,17 @@
  * the oldest byte kept (the jump is logged). Once the process has ended and
  * every channel is read to its end, the end event and the end-stream
  * message; the end is then read, and the record may go (proc_forget).
- * Keepalives go out while the stream is idle. The client leaving only unsubscribes: the process runs on.
+ * Keepalives go out while the stream is idle. The client leaving only
+ * unsubscribes: the process runs on.
+ *
+ * Deadlines (Connect-Timeout-Ms): on Connect the stream ends with
+ * deadline_exceeded and the process runs on. On Start the sooner of the
+ * header and the request's `timeout` is the process's timeout (it stops
+ * the process and what it started, whether or not the client is still
+ * there). When it is the header's, the stream ends with deadline_exceeded
+ * and no end event, which E2B's SDKs turn into their timeout error; the
+ * record keeps its end for a later Connect. A sooner `timeout`: its end
+ * event follows, as before.
  */
 #include "agent/api/procev.h"
 #include "agent/api/procrpc.h"
@@ -30,6 +40,8 @@ struct pstream {
     uint64_t off[PROC_CHANS]; /* the next byte to send of each channel */
     int with_offset;          /* a replay: data events carry their offsets */
     int blocked;              /* the connection is full: wait for `more` */
+    int is_start;
+    int deadline_stops;       /* a Start whose Connect-Timeout-Ms is its timeout */
 };
 
 static struct buf msgbuf; /* one message at a time (one loop) */
@@ -142,17 +154,21 @@ static void on_keepalive(struct rpc_call *call, void *ctx)
     if (!ps->blocked) send_msg(ps, b, procev_keepalive(b));
 }
 
-/* Start: the process's own timeout stops it (and the end follows). */
-static void on_start_deadline(struct rpc_call *call, void *ctx) {}
-
-/* Connect: the deadline ends the stream, never the process. */
-static void on_connect_deadline(struct rpc_call *call, void *ctx)
+/* Connect: the deadline ends the stream, never the process. A Start whose
+ * deadline is its timeout: the process is stopped too, and no end event
+ * goes out. A Start with a sooner `timeout`: that one stopped it already,
+ * and its end event follows. */
+static void on_deadline(struct rpc_call *call, void *ctx)
 {
+    struct pstream *ps = ctx;
+    if (ps->is_start && !ps->deadline_stops) return;
+    if (ps->deadline_stops) proc_stop(ps->sub.p); /* its own timer may come a moment later */
     rpc_fail(call, RPC_DEADLINE_EXCEEDED, "deadline exceeded");
-    close_stream(ctx);
+    close_stream(ps);
 }
 
-/* Subscribe a stream to p from off (each channel) and send its start. */
+/* Subscribe a stream to p from off (each channel) and send its start.
+ * is_start: 0 Connect, 1 Start, 2 a Start whose deadline stops it. */
 static void stream_open(struct rpc_call *call, struct proc *p, uint64_t off, int live,
                         int with_offset, int is_start)
 {
@@ -165,26 +181,33 @@ static void stream_open(struct rpc_call *call, struct proc *p, uint64_t off, int
     }
     ps->call = call;
     ps->with_offset = with_offset;
+    ps->is_start = is_start > 0;
+    ps->deadline_stops = is_start == 2;
     for (int ch = 0; ch < PROC_CHANS; ch++) ps->off[ch] = live ? proc_read_end(p, ch) : off;
     proc_subscribe(p, &ps->sub, on_ready, ps);
     /* The process's output waits for this stream (README: slow readers). */
     proc_sub_pace(&ps->sub, ps->off);
     struct rpc_hooks h = {.more = on_more, .cancel = on_cancel, .stop = on_stop,
-                          .deadline = is_start ? on_start_deadline : on_connect_deadline,
+                          .deadline = on_deadline,
                           .keepalive = on_keepalive, .ctx = ps};
     rpc_set_hooks(call, &h);
     if (send_msg(ps, b, 0) < 0) return;
     pump(ps);
 }
 
-/* The timeout of a Start: the request's or Connect-Timeout-Ms, the sooner. */
-static double start_timeout(struct rpc_call *call, double req)
+/* The timeout of a Start: the request's or Connect-Timeout-Ms, the sooner
+ * (the process's own: it stops it even when the client has left by then,
+ * as an SDK aborting at its own deadline has). *hdr: the header's is it. */
+static double start_timeout(struct rpc_call *call, double req, int *hdr)
 {
     uint64_t ms;
+    *hdr = 0;
     if (!rpc_timeout(call, &ms)) return req;
-    double hdr = (double)ms / 1000.0;
-    if (hdr <= 0) hdr = 0.001;
-    return req > 0 && req < hdr ? req : hdr;
+    double t = (double)ms / 1000.0;
+    if (t <= 0) t = 0.001;
+    if (req > 0 && req <= t) return req;
+    *hdr = 1;
+    return t;
 }
 
 void procrpc_start(struct rpc_call *call, const cJSON *msg)
@@ -194,6 +217,7 @@ void procrpc_start(struct rpc_call *call, const cJSON *msg)
     struct user_info u;
     enum rpc_code code = RPC_INVALID_ARGUMENT;
     struct proc *p = NULL;
+    int stops = 0;
     if (!procrpc_table()) {
         rpc_fail(call, RPC_UNAVAILABLE, "no process table");
         return;
@@ -202,7 +226,7 @@ void procrpc_start(struct rpc_call *call, const cJSON *msg)
         struct proc_start s = {.argv = r.argv, .envs = r.envs, .cwd = r.cwd, .tag = r.tag,
                                .user = &u, .stdin_pipe = r.stdin_pipe, .pty = r.pty,
                                .cols = r.cols, .rows = r.rows,
-                               .timeout = start_timeout(call, r.timeout)};
+                               .timeout = start_timeout(call, r.timeout, &stops)};
         if (!(p = proc_start(procrpc_table(), &s, err))) code = procrpc_code(errno);
     }
     procreq_start_free(&r);
@@ -210,7 +234,7 @@ void procrpc_start(struct rpc_call *call, const cJSON *msg)
         rpc_fail(call, code, err);
         return;
     }
-    stream_open(call, p, 0, 0, 0, 1);
+    stream_open(call, p, 0, 0, 0, stops ? 2 : 1);
 }
 
 void procrpc_connect(struct rpc_call *call, const cJSON *msg)

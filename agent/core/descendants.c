@@ -100,9 +100,7 @@ int descendants_read(const char *path, struct pid_list *l)
     return r;
 }
 
-/* The children of every thread of pid (0: ourselves). -1 when its task
- * directory cannot be read. */
-static int read_children_of(pid_t pid, struct pid_list *l)
+int descendants_children(pid_t pid, struct pid_list *l)
 {
     char dir[48], path[48 + 256 + 16];
     if (pid) snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
@@ -118,19 +116,44 @@ static int read_children_of(pid_t pid, struct pid_list *l)
     return 0;
 }
 
+int descendants_stat(pid_t pid, char *state, unsigned long long *start)
+{
+    char path[48], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    text[n] = '\0';
+    /* The command name may hold anything, ")" too: the fields start after
+     * the last ")". State is the first, the start time the 20th. */
+    char *p = strrchr(text, ')');
+    if (!p || p[1] != ' ' || !p[2]) return -1;
+    *state = p[2];
+    p += 2;
+    for (int field = 1; field < 20 && p; field++) {
+        p = strchr(p, ' ');
+        if (p) p++;
+    }
+    if (!p) return -1;
+    *start = strtoull(p, NULL, 10);
+    return 0;
+}
+
 /* One pass over the tree: each process's children are listed before it is
  * killed. Returns how many children of our own it saw (0: none left), or
  * -1 when /proc cannot tell. */
 static long sweep_tree(void)
 {
     struct pid_list l = {NULL, 0, 0};
-    if (read_children_of(0, &l) < 0) return -1;
+    if (descendants_children(0, &l) < 0) return -1;
     size_t ours = l.n;
     pid_t self = getpid();
     for (size_t i = 0; i < l.n && i < SWEEP_MAX; i++) {
         pid_t p = l.pid[i];
         if (p <= 1 || p == self) continue;
-        read_children_of(p, &l);
+        descendants_children(p, &l);
         kill(p, SIGKILL);
     }
     pid_list_free(&l);

@@ -33,6 +33,15 @@ int descendants_parse(const char *text, size_t len, struct pid_list *l);
  * or memory is short. */
 int descendants_read(const char *path, struct pid_list *l);
 
+/* Append the children of every thread of pid (0: ourselves). Returns 0, or
+ * -1 when its task directory cannot be read (it is gone). */
+int descendants_children(pid_t pid, struct pid_list *l);
+
+/* The state letter ('R', 'S', 'Z', ...) and the start time (clock ticks
+ * since boot: with the pid, it names one process for good) of pid, from
+ * /proc/PID/stat. Returns 0, or -1 when pid is gone. */
+int descendants_stat(pid_t pid, char *state, unsigned long long *start);
+
 /* SIGKILL every descendant of ours until none is left, reaping as they die
  * (the loop runs meanwhile), for at most `seconds`. As PID 1 that is every
  * other process of the PID namespace (kill(-1)); as a subreaper, the tree

@@ -106,6 +106,11 @@
  * while it is a ring behind, before that stream is left to skip. */
 #define ENV_STALL_SECONDS "SANDBOX_AGENT_STALL_SECONDS"
 #define DEFAULT_STALL_SECONDS 10.0
+/* serve: whether each process gets a cgroup of its own (README "sandbox-agent
+ * serve": what a process started goes with it): unset or "1" where the
+ * agent may make one, "0" never (its descendants are found through /proc),
+ * "v2" or "v1" only that kind. */
+#define ENV_CGROUPS "SANDBOX_AGENT_CGROUPS"
 /* serve: a Connect's replay (the default user, ENV_USER, is above). */
 #define HEADER_REPLAY_FROM "Sandbox-Agent-Replay-From"
 

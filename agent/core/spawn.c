@@ -90,6 +90,11 @@ static void child_setup_and_exec(const struct spawn_opts *o, int errfd)
 {
     int e;
 
+    /* Before anything can fork. A failure is told (negated) and lived with. */
+    if (o->cgroup_fd > 0 && write(o->cgroup_fd, "0", 1) != 1) {
+        e = -errno;
+        write_all_raw(errfd, &e, sizeof e);
+    }
     if (o->new_session) setsid();
     else if (o->new_pgrp) setpgid(0, 0);
     /* Still fully blocked here, so SIGTTOU cannot stop us while a background
@@ -125,6 +130,7 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
     pid_t pid;
 
     *exec_errno = 0;
+    if (o->cgroup_errno) *o->cgroup_errno = 0;
     if (pipe2(pfd, O_CLOEXEC) < 0) {
         int e = errno;
         err_set(err, "pipe: %s", strerror(e));
@@ -150,12 +156,15 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
     /* Both sides set the group, so it exists before either relies on it.
      * Not for a new session: setsid fails in a group leader. */
     if (o->new_pgrp && !o->new_session) setpgid(pid, pid);
-    for (;;) {
+    /* Up to two messages: a cgroup join's errno negated, then exec's. */
+    for (int got = 0; got < 2;) {
         int e;
         ssize_t r = read(pfd[0], &e, sizeof e);
         if (r < 0 && errno == EINTR) continue;
-        if (r == (ssize_t)sizeof e) *exec_errno = e;
-        break;
+        if (r != (ssize_t)sizeof e) break;
+        got++;
+        if (e < 0 && o->cgroup_errno) *o->cgroup_errno = -e;
+        else if (e > 0) *exec_errno = e;
     }
     close(pfd[0]);
     return pid;

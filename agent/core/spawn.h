@@ -32,6 +32,10 @@ struct spawn_opts {
     gid_t gid;
     const gid_t *groups; /* supplementary groups, ngroups of them */
     size_t ngroups;
+    int cgroup_fd;      /* > 0 (never a standard fd): a group's cgroup.procs, written "0" first
+                         * thing in the child, so it and all it forks are members (cgroup.h) */
+    int *cgroup_errno;  /* NULL, or set to 0, or to the errno of a join that failed (the
+                         * child then goes on outside the group) */
 };
 
 /*

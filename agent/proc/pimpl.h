@@ -1,18 +1,21 @@
 /*
  * pimpl.h - inside the process table (agent/proc only): the record and the
- * table, and how the four parts meet: proc.c (the table: start, lookups,
+ * table, and how the parts meet: proc.c (the table: start, lookups,
  * keeping and dropping records, signals, shutdown), plaunch.c (making the
- * child: environment, working directory, user, pipes or pty, spawn), pio.c
- * (the child's fds: output into the rings, the input queue, the end) and
- * ppace.c (holding the output back for a paced subscriber).
+ * child: environment, working directory, user, pipes or pty, cgroup,
+ * spawn), pio.c (the child's fds: output into the rings, the input queue,
+ * the end), ppace.c (holding the output back for a paced subscriber) and
+ * pgroup.c with ptree.c (what the process started, signalled and stopped
+ * as one: pgroup.h).
  */
 #ifndef SA_PROC_PIMPL_H
 #define SA_PROC_PIMPL_H
 
 #include "agent/core/buf.h"
+#include "agent/core/cgroup.h"
 #include "agent/core/hash.h"
 #include "agent/core/spawn.h"
-#include "agent/core/stop.h"
+#include "agent/proc/pgroup.h"
 #include "agent/proc/proc.h"
 #include "agent/core/ring.h"
 
@@ -46,8 +49,9 @@ struct proc {
     size_t inq_off;     /* bytes of inq already written */
 
     struct reaper_watch rw;
-    struct stop stop;
+    struct pgroup *g;   /* what it started: signals and stops go through it */
     ev_timer deadline;  /* the request's timeout */
+    int timed_out;      /* its timeout ran out (proc_stop): stopped once */
     ev_timer drain;     /* the output's last moments after the leader exited */
     ev_timer pace;      /* while a channel is held: who stalled (ppace.c) */
     int exec_errno;
@@ -70,6 +74,10 @@ struct proc_table {
     size_t nfinished, nrunning;
     uint64_t seq;       /* records started */
     int shutting;
+    struct cgroup_base cg; /* the processes' cgroups (kind CGROUP_NONE: none) */
+    unsigned cg_seq;    /* cgroups made */
+    int cg_lost;        /* a child could not join its cgroup: no more are made */
+    struct pgroup *groups; /* every group, its record's or left behind (pgroup.h) */
 };
 
 /* plaunch.c: fill p's pid, exec_errno, channel fds and in_fd from s.

@@ -129,6 +129,7 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
     p->exited_at = ev_now(loop);
     p->status = status;
     ev_timer_stop(loop, &p->deadline);
+    pgroup_leader_exited(p->g); /* its background children run on */
     /* Everything the leader wrote is in the pipes by now. */
     for (int i = 0; i < PROC_CHANS; i++) got += chan_read(p, &p->ch[i]);
     if (got) pio_notify(p);
@@ -143,9 +144,7 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
 static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
-    struct proc *p = w->data;
-    log_debug("process %d: timeout; stopping its group", (int)p->pid);
-    stop_begin(loop, &p->stop, p->pid, SIGTERM, 1, p->t->o.grace);
+    proc_stop(w->data);
 }
 
 static void input_close(struct proc *p)
@@ -248,7 +247,6 @@ void pio_start(struct proc *p, double timeout)
     }
     ev_io_init(&p->in_w, on_writable, p->in_fd, EV_WRITE);
     p->in_w.data = p;
-    stop_init(&p->stop, NULL, NULL);
     ppace_init(p);
     ev_timer_init(&p->drain, on_drain_over, PROC_DRAIN_SECONDS, 0.);
     p->drain.data = p;
@@ -271,8 +269,6 @@ static void finish(struct proc *p)
         ring_shrink(&p->ch[i].ring); /* kept for a long time: no slack */
     }
     input_close(p);
-    /* A stop under way goes on while the group outlives its leader. */
-    if (p->stop.armed && stop_group_gone(p->pid)) stop_cancel(loop, &p->stop);
     log_debug("process %d: %s", (int)p->pid, p->end.status);
     pio_notify(p);
     proc_finished(p);
@@ -285,7 +281,6 @@ void pio_release(struct proc *p)
     ev_timer_stop(loop, &p->drain);
     ev_timer_stop(loop, &p->deadline);
     ppace_release(p);
-    stop_cancel(loop, &p->stop);
     for (int i = 0; i < PROC_CHANS; i++) {
         chan_close(p, &p->ch[i]);
         ring_free(&p->ch[i].ring);

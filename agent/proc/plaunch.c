@@ -263,8 +263,8 @@ static int check_user(const struct user_info *u, char *err)
     return -1;
 }
 
-static pid_t spawn(struct pfds *f, const struct proc_start *s, const char *cwd, char **env, int *exec_errno,
-                   char *err)
+static pid_t spawn(struct pfds *f, const struct proc_start *s, const char *cwd, char **env, int cgroup_fd,
+                   int *cgroup_errno, int *exec_errno, char *err)
 {
     const struct user_info *u = s->user;
     int child_in = s->pty ? f->slave : f->in[1];
@@ -274,7 +274,8 @@ static pid_t spawn(struct pfds *f, const struct proc_start *s, const char *cwd, 
                             .stdout_fd = child_out, .stderr_fd = child_err, .cwd = cwd, .envp = env,
                             .new_session = s->pty, .ctty = s->pty, .set_ids = u && geteuid() == 0,
                             .uid = u ? u->uid : 0, .gid = u ? u->gid : 0, .groups = u ? u->groups : NULL,
-                            .ngroups = u ? u->ngroups : 0};
+                            .ngroups = u ? u->ngroups : 0, .cgroup_fd = cgroup_fd,
+                            .cgroup_errno = cgroup_errno};
     return spawn_child(&so, exec_errno, err);
 }
 
@@ -282,21 +283,23 @@ int plaunch(struct proc *p, const struct proc_start *s, char *err)
 {
     struct pfds f = {{-1, -1}, {-1, -1}, {-1, -1}, -1, -1};
     char *cwd = NULL, **env = NULL;
-    int rc = -1, e = 0;
+    int rc = -1, e = 0, cg_fd = -1, cg_errno = 0;
 
     if (check_user(s->user, err) < 0 || resolve_cwd(s->cwd, s->user, &cwd, err) < 0) return -1;
     env = proc_env(p->t, s->user, cwd, s->envs);
-    if (!env) {
+    if (!env || !(p->g = pgroup_new(p->t, &cg_fd))) {
         err_set(err, "out of memory");
         e = ENOMEM;
     } else if (open_fds(&f, s, err) < 0) {
         e = errno;
-    } else if ((p->pid = spawn(&f, s, cwd, env, &p->exec_errno, err)) < 0) {
+    } else if ((p->pid = spawn(&f, s, cwd, env, cg_fd, &cg_errno, &p->exec_errno, err)) < 0) {
         e = errno;
     } else {
+        pgroup_started(p->g, p->pid, cg_errno);
         adopt_fds(p, &f);
         rc = 0;
     }
+    if (cg_fd >= 0) close(cg_fd);
     pfds_close_all(&f);
     proc_env_free(env);
     free(cwd);

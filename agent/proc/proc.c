@@ -8,6 +8,7 @@
 #include "agent/core/log.h"
 #include "agent/core/num.h"
 #include "agent/core/protocol.h"
+#include "agent/core/stop.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -38,7 +39,27 @@ int proc_table_opts_env(struct proc_table_opts *o, char *err)
         err_set(err, "%s '%s' is not a number of seconds (0 to %.0f)", ENV_STALL_SECONDS, v, NUM_MAX_SECONDS);
         return -1;
     }
+    v = getenv(ENV_CGROUPS);
+    if (cgroup_want_parse(v, &o->cgroups) < 0) {
+        err_set(err, "%s must be 0, 1, v1 or v2, not '%.40s'", ENV_CGROUPS, v);
+        return -1;
+    }
     return 0;
+}
+
+/* The processes' cgroups, when asked for and allowed (logged either way). */
+static void cgroups_open(struct proc_table *t)
+{
+    char why[ERR_LEN];
+    if (t->o.cgroups == CGROUP_WANT_OFF) return;
+    if (cgroup_base_open(&t->cg, t->o.cgroups, why) == 0) {
+        log_info("serve: each process gets a cgroup of its own (%s) in %s", cgroup_kind_name(t->cg.kind), t->cg.dir);
+        return;
+    }
+    if (t->o.cgroups == CGROUP_WANT_AUTO)
+        log_info("serve: no cgroups for the processes (%s): their descendants are found through /proc", why);
+    else
+        log_warn("serve: %s asks for cgroups, but %s: descendants are found through /proc", ENV_CGROUPS, why);
 }
 
 struct proc_table *proc_table_new(struct ev_loop *loop, const struct proc_table_opts *o, char *err)
@@ -52,6 +73,7 @@ struct proc_table *proc_table_new(struct ev_loop *loop, const struct proc_table_
     }
     t->loop = loop;
     t->o = *o;
+    cgroups_open(t);
     return t;
 }
 
@@ -83,6 +105,7 @@ static void rec_free(struct proc *p)
 {
     struct proc_table *t = p->t;
     pio_release(p);
+    pgroup_release(p->g);
     if (p->pid_indexed) hash_del(&t->pids, &p->by_pid);
     if (p->tag && p->seq) hash_del(&t->tags, &p->by_tag);
     if (p->seq) {
@@ -110,6 +133,8 @@ void proc_table_free(struct proc_table *t)
 {
     if (!t) return;
     while (t->first) rec_free(t->first);
+    pgroup_free_all(t);
+    cgroup_base_close(&t->cg);
     hash_free(&t->pids);
     hash_free(&t->tags);
     free(t);
@@ -296,9 +321,20 @@ int proc_close_stdin(struct proc *p, char *err)
 int proc_signal(struct proc *p, int sig, char *err)
 {
     if (alive(p, err) < 0) return -1;
-    stop_send(p->pid, sig, 1);
+    pgroup_signal(p->g, sig);
     return 0;
 }
+
+void proc_stop(struct proc *p)
+{
+    if (p->leader_exited || p->timed_out) return;
+    p->timed_out = 1;
+    ev_timer_stop(p->t->loop, &p->deadline); /* this is it */
+    log_debug("process %d: timeout; stopping it and what it started", (int)p->pid);
+    pgroup_stop(p->g, SIGTERM, p->t->o.grace);
+}
+
+const char *proc_cgroup(const struct proc *p) { return pgroup_cgroup(p->g); }
 
 int proc_resize(struct proc *p, unsigned short cols, unsigned short rows, char *err)
 {
@@ -389,8 +425,8 @@ void proc_table_shutdown(struct proc_table *t, double grace)
     t->shutting = 1;
     for (struct proc *p = t->first; p; p = p->next) {
         ppace_check(p); /* nothing waits for a reader any more */
-        if (p->leader_exited) continue;
         ev_timer_stop(t->loop, &p->deadline);
-        stop_begin(t->loop, &p->stop, p->pid, SIGTERM, 1, grace);
     }
+    /* Every running process, and what finished ones left in their cgroups. */
+    pgroup_shutdown_all(t, grace);
 }

@@ -4,11 +4,15 @@
  * kept in retention rings, its input queue and its end.
  *
  * Owns the children it starts (each leads its own process group; with a pty
- * its own session, the pty as controlling terminal and fds 0-2), their pipes
- * and pty masters, their timeouts (TERM, grace, KILL through stop.h) and
- * their records: a finished process is kept, its end and rings readable,
- * until more than keep_finished are kept (oldest dropped first). Knows
- * nothing of HTTP, JSON or base64.
+ * its own session, the pty as controlling terminal and fds 0-2; where the
+ * table may make cgroups, each in a cgroup of its own), their pipes and pty
+ * masters, their timeouts (TERM, grace, KILL) and their records: a
+ * finished process is kept, its end and rings readable, until more than
+ * keep_finished are kept (oldest dropped first). A signal, a timeout, a
+ * stop and the shutdown reach what a process started too: its cgroup's
+ * members, or without one its leader's descendants (README "sandbox-agent
+ * serve": what a process started goes with it). Knows nothing of HTTP,
+ * JSON or base64.
  *
  * Never pushes data: a subscriber (an open Start or Connect stream) is told
  * "something is ready" and pulls with proc_read at its own pace, from its own
@@ -32,6 +36,7 @@
 #ifndef SA_PROC_PROC_H
 #define SA_PROC_PROC_H
 
+#include "agent/core/cgroup.h"
 #include "agent/proc/pstatus.h"
 #include "agent/proc/user.h"
 
@@ -61,19 +66,24 @@ struct proc_table_opts {
     size_t keep_finished;       /* finished processes kept */
     double grace;               /* a timeout's or shutdown's TERM is followed by KILL after this */
     double stall;               /* a paced subscriber reading nothing this long is left to skip; 0: never waited for */
+    enum cgroup_want cgroups;   /* cgroups for the processes: CGROUP_WANT_OFF (0) none */
     char *const *base_env;      /* every child's environment before its own; NULL: the agent's */
     void (*on_end)(struct proc *p, void *ctx); /* after each end is final (may be NULL) */
     void *ctx;
 };
 
 /* The defaults (DEFAULT_RETAIN_BYTES, DEFAULT_KEEP_FINISHED,
- * DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS) with SANDBOX_AGENT_RETAIN_BYTES
- * and SANDBOX_AGENT_STALL_SECONDS read from the environment. Returns 0, or -1 with a message in err for a bad value. */
+ * DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS, cgroups where they may be
+ * made) with SANDBOX_AGENT_RETAIN_BYTES, SANDBOX_AGENT_STALL_SECONDS and
+ * SANDBOX_AGENT_CGROUPS read from the environment. Returns 0, or -1 with a
+ * message in err for a bad value. */
 int proc_table_opts_env(struct proc_table_opts *o, char *err);
 
 struct proc_table *proc_table_new(struct ev_loop *loop, const struct proc_table_opts *o, char *err);
-/* Frees every record, closing what is open; running children are left to run
- * (call proc_table_shutdown first and wait for their ends). */
+/* Frees every record, closing what is open; running children are left to
+ * run (call proc_table_shutdown first and wait for their ends), except in
+ * cgroups: what is left in one is killed, so that every cgroup is removed
+ * (waiting outside the loop, PGROUP_FREE_WAIT seconds at most). */
 void proc_table_free(struct proc_table *t);
 
 struct proc_start {
@@ -135,8 +145,16 @@ int proc_has_chan(const struct proc *p, enum proc_chan ch);
 int proc_send_input(struct proc *p, int to_pty, const void *data, size_t n, char *err);
 /* EOF to the child's stdin once the queued input is written. */
 int proc_close_stdin(struct proc *p, char *err);
-/* sig to the process group. */
+/* sig to the process group, then to what else it started (its cgroup's
+ * other members, or its leader's other descendants). */
 int proc_signal(struct proc *p, int sig, char *err);
+/* Its timeout ran out now (whatever proc_start's timeout said): SIGTERM
+ * (and SIGCONT) to all it started, SIGKILL after the table's grace; once
+ * (the timeout's own expiry, or a second call, does nothing more). Nothing
+ * once the leader has exited (its background children run on). */
+void proc_stop(struct proc *p);
+/* Its cgroup's directory while it has one, else NULL. */
+const char *proc_cgroup(const struct proc *p);
 /* New pty size: TIOCSWINSZ and SIGWINCH to the group. */
 int proc_resize(struct proc *p, unsigned short cols, unsigned short rows, char *err);
 

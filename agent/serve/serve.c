@@ -45,6 +45,8 @@ static const char serve_usage[] =
     "  " ENV_RETAIN_BYTES "  output kept per channel of each process (default 8 MiB)\n"
     "  " ENV_USER "  who a request naming no user runs as (default: the agent's user)\n"
     "  " ENV_GRACE "  seconds between SIGTERM and SIGKILL of the processes (default 5)\n"
+    "  " ENV_CGROUPS "  1: a cgroup for each process where one may be made (default),\n"
+    "      0: none, v2 or v1: that kind only\n"
     "  " ENV_LOG "  debug | info | warn (default warn)\n"
     "\n"
     "exit status: 0 after SIGTERM, 2 usage or configuration error.\n";

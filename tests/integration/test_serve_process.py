@@ -447,12 +447,38 @@ def test_timeout_field(serve):
     assert output(msgs) == b"armed\n" and end_of(msgs)["status"] == "signal: killed"
 
 
-def test_connect_timeout_ms_on_start(serve):
+def test_connect_timeout_ms_on_start_is_deadline_exceeded(serve):
+    # The header's deadline is the sooner one: the stream ends with the
+    # Connect error deadline_exceeded and no end event (what E2B's SDKs turn
+    # into their TimeoutError), and the group is stopped.
     a = serve()
     t0 = time.monotonic()
-    s, pid = a.start("/bin/sleep", "300", headers={"Connect-Timeout-Ms": "300"})
-    assert end_of(s.collect()[0])["status"] == "signal: terminated"
+    s, pid = a.start("/bin/sh", "-c", "sleep 300 & echo $!; wait",
+                     headers={"Connect-Timeout-Ms": "2000"}, msg={"timeout": 30})
+    msgs, end = s.collect()
+    assert end["error"]["code"] == "deadline_exceeded", end
+    assert not [m for m in msgs if "end" in m["event"]], msgs
+    grandchild = int(output(msgs))
+    wait_until(lambda: not alive(pid) and not alive(grandchild), "the group to be stopped")
     assert time.monotonic() - t0 < 10
+    # Its record stays, as any finished process's: not running, and its end
+    # (the SIGTERM) is there for a Connect.
+    wait_ended(a, pid)
+    msgs, last = a.stream(CONNECT, {"process": {"pid": pid}}).collect()
+    assert last == {} and end_of(msgs)["status"] == "signal: terminated"
+    # The client leaving first (an SDK aborts at its own deadline) does not
+    # keep the process from being stopped at the deadline.
+    s, pid = a.start("/bin/sleep", "300", headers={"Connect-Timeout-Ms": "300"})
+    s.close()
+    wait_until(lambda: not alive(pid), "the process to be stopped")
+    # No header: the request's timeout ends with the end event, as before.
+    s, pid = a.start("/bin/sleep", "300", msg={"timeout": 0.3})
+    msgs, last = s.collect()
+    assert last == {} and end_of(msgs)["status"] == "signal: terminated"
+    # The request's timeout sooner than the header's: the end event too.
+    s, pid = a.start("/bin/sleep", "300", headers={"Connect-Timeout-Ms": "20000"}, msg={"timeout": 0.3})
+    msgs, last = s.collect()
+    assert last == {} and end_of(msgs)["status"] == "signal: terminated"
 
 
 def test_connect_timeout_ms_on_connect_ends_only_the_stream(serve):
@@ -782,3 +808,254 @@ def test_run_with_a_bad_listen_is_a_usage_error(agent, tmp_path):
     a.proc.wait(TIMEOUT)
     rc, err = a.stop()
     assert rc == 2 and "SANDBOX_AGENT_LISTEN" in err
+
+
+# ---- what a process started goes with it (cgroups, or the /proc tree) -----------
+
+import cgroups  # noqa: E402  (the helpers of this part only)
+
+# Each mode the agent may run its processes in: "auto" (a cgroup of its own
+# where the machine allows one, v2 first), "v1" (a v1 freezer or pids
+# hierarchy only) and "0" (no cgroups: the leader's descendants in /proc).
+MODES = ["auto", "v1", "0"]
+
+
+def mode_agent(serve, mode, **env):
+    if mode != "0":
+        why = cgroups.why_not("v1" if mode == "v1" else "v2")
+        if mode == "auto" and why:
+            why = cgroups.why_not("v1") and why
+        if why:
+            pytest.skip("cgroups (%s) not available on this machine: %s" % (mode, why))
+    # auto is the default: the variable unset.
+    return serve(SANDBOX_AGENT_CGROUPS=None if mode == "auto" else mode, SANDBOX_AGENT_GRACE_SECONDS="2", **env)
+
+
+def read_when_written(path):
+    """The text of a file a workload writes to path.tmp and renames."""
+    wait_until(lambda: os.path.exists(path), "the workload to write %s" % path)
+    with open(path) as f:
+        return f.read()
+
+
+def daemon_cmd(d, parent_lives=True):
+    """A shell that starts a daemon (setsid, a new session: outside its
+    process group) whose own child is `sleep 300`: d/F gets the sleep's pid,
+    d/C the daemon's /proc/self/cgroup, d/G "term" when SIGTERM reaches the
+    daemon. parent_lives: the daemon waits for the sleep (else it exits at
+    once, and the sleep is an orphan); the leader waits either way."""
+    inner = ("trap \"echo term >> {d}/G; exit 0\" TERM; cat /proc/self/cgroup > {d}/C; echo $$ > {d}/D; "
+             "sleep 300 & echo $! > {d}/F.tmp; mv {d}/F.tmp {d}/F").format(d=d)
+    if parent_lives:
+        return "setsid sh -c '%s; wait' & wait" % inner
+    return "setsid sh -c '%s'; echo up; exec sleep 300" % inner
+
+
+@pytest.fixture
+def leftovers():
+    """Pids a test must not leave behind, whatever the agent did: SIGKILLed
+    at the end."""
+    pids = []
+    yield pids
+    for pid in pids:
+        kill_if_alive(pid)
+
+
+def start_daemon(a, d, left, parent_lives=True, **kw):
+    """Start daemon_cmd: (stream, pid, the sleep's pid, the daemon's cgroup
+    text). Both the sleep and the daemon go into left (host pids only)."""
+    s, pid = a.start("/bin/sh", "-c", daemon_cmd(d, parent_lives), **kw)
+    sleeper = int(read_when_written(os.path.join(d, "F")))
+    cg = read_when_written(os.path.join(d, "C"))
+    if left is not None:
+        left += [sleeper, int(read_when_written(os.path.join(d, "D")))]
+    assert alive(sleeper) or left is None
+    return s, pid, sleeper, cg
+
+
+def check_mode(mode, cg_text):
+    """The daemon is in one of the agent's cgroups (of the kind mode asks
+    for) or, with cgroups off, in none: the group's directory or None."""
+    found = cgroups.agent_group(cg_text)
+    if mode == "0":
+        assert found is None, cg_text
+        return None
+    assert found is not None, "the process is in no cgroup of the agent's: %s" % cg_text
+    line, directory = found
+    if mode == "v1":
+        assert not line.startswith("0::"), line
+    assert directory and os.path.isdir(directory), found
+    return directory
+
+
+def kill_if_alive(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sig", ["SIGNAL_SIGKILL", "SIGNAL_SIGTERM"])
+def test_send_signal_reaches_a_daemon(serve, tmp_path, leftovers, mode, sig):
+    a = mode_agent(serve, mode)
+    s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers)
+    check_mode(mode, cg)
+    r = a.unary("process.Process/SendSignal", {"process": {"pid": pid}, "signal": sig})
+    assert r.status == 200, r.body
+    e = end_of(s.collect()[0])
+    assert e["status"] == ("signal: killed" if sig == "SIGNAL_SIGKILL" else "signal: terminated")
+    wait_until(lambda: not alive(sleeper), "the daemon's child to die")
+    if sig == "SIGNAL_SIGTERM":
+        assert (tmp_path / "G").read_text() == "term\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_signal_reaches_the_group_once_and_the_daemon_once(serve, tmp_path, leftovers, mode):
+    # SendSignal goes to the process group as before, plus the others: none
+    # gets it twice (a trapped signal runs its trap once).
+    a = mode_agent(serve, mode)
+    d = tmp_path
+    cmd = ("trap 'echo leader >> {d}/U' USR1; "
+           "setsid sh -c 'trap \"echo daemon >> {d}/U\" USR1; echo $$ > {d}/F.tmp; mv {d}/F.tmp {d}/F; "
+           "while :; do sleep 0.05; done' & "
+           "while :; do sleep 0.05; done").format(d=d)
+    s, pid = a.start("/bin/sh", "-c", cmd)
+    daemon = int(read_when_written(str(d / "F")))
+    leftovers.append(daemon)
+    a.unary("process.Process/SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGUSR1"})
+    wait_until(lambda: os.path.exists(d / "U") and sorted((d / "U").read_text().split()) == ["daemon", "leader"],
+               "both traps to run")
+    a.unary("process.Process/SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"})
+    s.collect()
+    wait_until(lambda: not alive(daemon), "the daemon to die")
+    assert sorted((d / "U").read_text().split()) == ["daemon", "leader"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_timeout_reaches_a_daemon(serve, tmp_path, leftovers, mode):
+    a = mode_agent(serve, mode)
+    s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers, msg={"timeout": 3, "stdin": False})
+    check_mode(mode, cg)
+    assert end_of(s.collect()[0])["status"] == "signal: terminated"
+    wait_until(lambda: not alive(sleeper), "the daemon's child to die")
+    assert (tmp_path / "G").read_text() == "term\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_connect_deadline_of_start_reaches_a_daemon(serve, tmp_path, leftovers, mode):
+    a = mode_agent(serve, mode)
+    s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers, headers={"Connect-Timeout-Ms": "3000"})
+    check_mode(mode, cg)
+    msgs, end = s.collect()
+    assert end["error"]["code"] == "deadline_exceeded" and not [m for m in msgs if "end" in m["event"]]
+    wait_until(lambda: not alive(sleeper), "the daemon's child to die")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_stop_reaches_a_daemon(agent, tmp_path, leftovers, mode):
+    # A plain child of the test (a subreaper, not PID 1): nothing but the
+    # agent's own stop can end the daemon.
+    a = mode_agent(lambda **env: ServeAgent(agent, **env), mode)
+    try:
+        s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers)
+        directory = check_mode(mode, cg)
+    finally:
+        rc, err = a.stop()
+    assert rc == 0, err
+    assert not alive(sleeper), "the daemon outlived the agent"
+    assert (tmp_path / "G").read_text() == "term\n"
+    if directory:
+        assert not os.path.exists(os.path.dirname(directory)), "cgroups left behind"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(UNSHARE[0]), reason="needs root and unshare")
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_stop_as_pid1_reaches_a_daemon(agent, tmp_path, mode):
+    # As PID 1 the kernel would end the daemon with the agent anyway, by
+    # SIGKILL: that the daemon saw SIGTERM first is the agent's doing.
+    a = mode_agent(lambda **env: ServeAgent(agent, wrap=UNSHARE, **env), mode)
+    host = agent_pid(a.proc, True)
+    try:
+        s, pid, sleeper, cg = start_daemon(a, tmp_path, None)  # pids of the namespace: it ends them
+        directory = check_mode(mode, cg)
+    finally:
+        os.kill(host, signal.SIGTERM)  # unshare does not pass it on
+        a.proc.wait(TIMEOUT)
+        rc, err = a.stop()
+    assert rc == 0, err
+    assert (tmp_path / "G").read_text() == "term\n"
+    if directory:
+        assert not os.path.exists(os.path.dirname(directory)), "cgroups left behind"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_normal_exit_leaves_background_children_running(serve, tmp_path, leftovers, mode):
+    # A user's `server &` outlives the command that started it (as with
+    # envd); its cgroup goes once it is empty.
+    a = mode_agent(serve, mode)
+    s, pid = a.start("/bin/sh", "-c", "sleep 300 & echo $!; cat /proc/$!/cgroup")
+    msgs, _ = s.collect()
+    assert end_of(msgs)["exitCode"] == 0
+    lines = output(msgs).decode().split("\n", 1)
+    bg = int(lines[0])
+    leftovers.append(bg)
+    directory = check_mode(mode, lines[1])
+    assert alive(bg)
+    if directory:
+        assert os.path.isdir(directory)
+    os.kill(bg, signal.SIGKILL)
+    wait_until(lambda: not alive(bg), "the background child to die")
+    if directory:
+        wait_until(lambda: not os.path.exists(directory), "its empty cgroup to be removed")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_orphaned_daemon_goes_only_with_a_cgroup(serve, tmp_path, leftovers, mode):
+    # The daemon's parent exits at once: its child is the agent's (the
+    # subreaper's) from then on. A cgroup still holds it; the /proc walk
+    # cannot link it to its origin any more (README: what still escapes).
+    a = mode_agent(serve, mode)
+    s, pid, sleeper, cg = start_daemon(a, tmp_path, leftovers, parent_lives=False)
+    check_mode(mode, cg)
+    read_until(s, lambda o: b"up" in o)
+    a.unary("process.Process/SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"})
+    s.collect()
+    if mode == "0":
+        assert alive(sleeper), "escapes without a cgroup (documented)"
+    else:
+        wait_until(lambda: not alive(sleeper), "the orphaned daemon to die")
+
+
+def test_cgroups_variable_is_checked(agent):
+    a = ServeAgent(agent, wait=False, SANDBOX_AGENT_CGROUPS="maybe")
+    try:
+        a.proc.wait(TIMEOUT)
+    finally:
+        rc, err = a.stop()
+    assert rc == 2 and "SANDBOX_AGENT_CGROUPS" in err
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_agent_stop_ends_what_finished_processes_left_in_cgroups(agent, tmp_path, leftovers, mode):
+    # A `server &` of a command that has ended runs on while the agent does;
+    # the agent's stop ends it where a cgroup holds it (SIGTERM, SIGKILL at
+    # the exit) and removes the cgroup. Without one nothing links it to the
+    # agent's processes any more: it runs on (README: what escapes).
+    a = mode_agent(lambda **env: ServeAgent(agent, **env), mode)
+    try:
+        s, pid = a.start("/bin/sh", "-c", "sleep 300 & echo $!; cat /proc/$!/cgroup")
+        msgs, _ = s.collect()
+        lines = output(msgs).decode().split("\n", 1)
+        bg = int(lines[0])
+        leftovers.append(bg)
+        directory = check_mode(mode, lines[1])
+        assert end_of(msgs)["exitCode"] == 0 and alive(bg)
+    finally:
+        rc, err = a.stop()
+    assert rc == 0, err
+    if mode == "0":
+        assert alive(bg), "runs on without a cgroup (documented)"
+    else:
+        assert not alive(bg), "what a finished process left in its cgroup outlived the agent"
+        assert not os.path.exists(os.path.dirname(directory)), "cgroups left behind"

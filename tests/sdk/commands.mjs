@@ -142,6 +142,33 @@ run({
     return { err, gone }
   },
 
+  async timeout_gone({ sbx, work }) {
+    // commands.run('sleep 30', {timeoutMs}) rejects with the SDK's
+    // TimeoutError (deadline_exceeded, whoever sees the deadline first), and
+    // the command and what it started are gone afterwards: a daemon (setsid,
+    // outside the command's process group) included.
+    const listed = async (cmd) => (await sbx.commands.list()).find((p) => p.args[2] === cmd)
+    const alive = async (pid) => (await sbx.commands.run(`kill -0 ${pid} 2>/dev/null && echo alive || echo gone`)).stdout.trim()
+    const cmd = 'sleep 30'
+    const t0 = Date.now()
+    const p = rejection(sbx.commands.run(cmd, { timeoutMs: 2000 }))
+    const mine = await eventually(() => listed(cmd), 15000, 'the command to be listed')
+    const err = await p
+    const ms = Date.now() - t0
+    const gone = await eventually(async () => !(await listed(cmd)), 15000, 'the timed-out command to be stopped')
+    const f = `${work}/daemon.pid`
+    const dcmd = `setsid sh -c 'sleep 300 & echo $! > ${f}.tmp; mv ${f}.tmp ${f}; wait' & exec sleep 30`
+    const derr = await rejection(sbx.commands.run(dcmd, { timeoutMs: 5000 }))
+    const daemon = (await sbx.commands.run(`cat ${f}`)).stdout.trim()
+    let daemonGone = false
+    try {
+      daemonGone = await eventually(async () => (await alive(daemon)) === 'gone', 10000, 'the daemon to be stopped')
+    } finally {
+      await sbx.commands.run(`kill -9 ${daemon} 2>/dev/null; true`)
+    }
+    return { err, ms, pid: mine.pid, gone, derr, daemonGone }
+  },
+
   async concurrent({ sbx }) {
     const n = 40
     const rs = await Promise.all(Array.from({ length: n }, (_, i) => sbx.commands.run(`echo ${i}; exit $((${i} % 2))`)

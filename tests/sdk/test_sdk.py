@@ -112,8 +112,21 @@ def test_connect_unknown_pid(serve):
 
 def test_timeout_kills_the_command(serve):
     r = sdk(serve, "commands.mjs", "timeout")
-    assert r["err"]["name"] in ("TimeoutError", "CommandExitError"), r["err"]
+    assert r["err"]["name"] == "TimeoutError", r["err"]
     assert r["gone"] is True
+
+
+def test_timeout_is_timeout_error_and_takes_what_it_started(serve, work):
+    # Connect-Timeout-Ms on Start ends in deadline_exceeded, never an end
+    # event: TimeoutError, whoever sees the deadline first; and the command
+    # and a daemon it started are stopped (README: what a process started
+    # goes with it).
+    r = sdk(serve, "commands.mjs", "timeout_gone", work=work)
+    assert r["err"] is not None and r["err"]["name"] == "TimeoutError", r["err"]
+    assert 1500 <= r["ms"] < 15000, r
+    assert r["gone"] is True
+    assert r["derr"] is not None and r["derr"]["name"] == "TimeoutError", r["derr"]
+    assert r["daemonGone"] is True
 
 
 def test_concurrent_commands(serve):

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -122,6 +123,42 @@ static void test_a_deep_chain_killed(void **state)
     pid_list_free(&l);
 }
 
+/* State and start time: ours, a child's (later, or the same tick), none
+ * for a pid that is not there; a name with ") " in it does not fool it. */
+static void test_stat_state_and_start_time(void **state)
+{
+    (void)state;
+    char st;
+    unsigned long long mine, its;
+    assert_int_equal(descendants_stat(getpid(), &st, &mine), 0);
+    assert_int_equal(st, 'R');
+    assert_true(mine > 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_NAME, "a) b c d");
+        pause();
+        _exit(0);
+    }
+    /* Until the child has renamed itself (bounded). */
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    for (int i = 0; i < 2000 && !strstr(comm, "a) b"); i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof comm, f)) comm[0] = '\0';
+            fclose(f);
+        }
+        if (!strstr(comm, "a) b")) usleep(1000);
+    }
+    assert_non_null(strstr(comm, "a) b"));
+    assert_int_equal(descendants_stat(pid, &st, &its), 0);
+    assert_true(st == 'S' || st == 'R');
+    assert_true(its >= mine);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    assert_int_equal(descendants_stat(pid, &st, &its), -1);
+}
+
 int main(void)
 {
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -132,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_read_a_file_longer_than_4k),
         cmocka_unit_test(test_hundreds_of_children_listed_and_killed),
         cmocka_unit_test(test_a_deep_chain_killed),
+        cmocka_unit_test(test_stat_state_and_start_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,10 @@
  * deaths, commands that cannot run, a pty (controlling terminal, resize),
  * stdin piping and its bound, timeouts that stop a whole group, the bounded
  * drain past a background child, tags, subscribers and the slow reader, the
- * finished cap, users, environment and cwd, shutdown.
+ * finished cap, users, environment and cwd, shutdown; a setsid daemon
+ * reached by a signal and a stop, with a cgroup where the machine allows
+ * one and through /proc without; background children that outlive a
+ * normal exit, and the table's end killing what is left in a cgroup.
  *
  * Every wait runs the loop until a condition holds, bounded by a timer;
  * nothing sleeps.
@@ -14,6 +17,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "agent/core/cgroup.h"
+#include "agent/core/descendants.h"
 #include "agent/core/err.h"
 #include "agent/core/sig.h"
 #include "agent/core/spawn.h"
@@ -740,6 +745,94 @@ static void test_shutdown(void **st)
     proc_table_free(t);
 }
 
+/* ---- what a process started goes with it (pgroup.c, ptree.c) ---- */
+
+static int pid_dead(void *ctx)
+{
+    char state;
+    unsigned long long start;
+    return descendants_stat(*(pid_t *)ctx, &state, &start) < 0 || state == 'Z';
+}
+
+static int path_gone(void *ctx) { return access(ctx, F_OK) < 0; }
+
+static struct proc_table *table_cg(enum cgroup_want want)
+{
+    struct proc_table_opts o = {.retain = 4096, .keep_finished = 16, .grace = 0.3, .on_end = on_end,
+                                .cgroups = want};
+    char err[ERR_LEN];
+    struct proc_table *t = proc_table_new(loop, &o, err);
+    assert_non_null(t);
+    return t;
+}
+
+/* A setsid daemon (outside the group) whose parent lives: a signal, or the
+ * stop (a timeout), reaches it, with a cgroup or through /proc. */
+static void daemon_goes(enum cgroup_want want, int sig)
+{
+    char err[ERR_LEN], cg[CGROUP_PATH_MAX] = "";
+    struct proc_table *t = table_cg(want);
+    struct proc *p = start_sh(t, "setsid sh -c 'sleep 100 & echo $!; wait' & wait");
+    wait_output(p, PROC_STDOUT, "\n");
+    pid_t d = (pid_t)atoi(output(p, PROC_STDOUT));
+    assert_true(d > 0);
+    if (proc_cgroup(p)) snprintf(cg, sizeof cg, "%s", proc_cgroup(p));
+    if (want == CGROUP_WANT_OFF) assert_string_equal(cg, "");
+    else if (!*cg) printf("(no cgroups on this machine: the /proc walk again)\n");
+    if (sig) assert_int_equal(proc_signal(p, sig, err), 0);
+    else proc_stop(p);
+    wait_end(p);
+    run_until(pid_dead, &d);
+    if (*cg) run_until(path_gone, cg); /* empty: removed */
+    proc_table_free(t);
+}
+
+static void test_a_daemon_goes_with_a_signal_or_a_stop(void **st)
+{
+    (void)st;
+    daemon_goes(CGROUP_WANT_OFF, SIGKILL);
+    daemon_goes(CGROUP_WANT_OFF, SIGTERM);
+    daemon_goes(CGROUP_WANT_OFF, 0);
+    daemon_goes(CGROUP_WANT_AUTO, SIGKILL);
+    daemon_goes(CGROUP_WANT_AUTO, SIGTERM);
+    daemon_goes(CGROUP_WANT_AUTO, 0);
+    daemon_goes(CGROUP_WANT_V1, SIGTERM);
+}
+
+/* A normal exit leaves `sleep &` running, in its cgroup until it is gone;
+ * the table's end kills what is left in a cgroup (and removes it). */
+static void test_background_children_outlive_a_normal_exit(void **st)
+{
+    (void)st;
+    struct proc_table *t = table_cg(CGROUP_WANT_AUTO);
+    struct proc *p = start_sh(t, "sleep 100 & echo $!");
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 0);
+    pid_t bg = (pid_t)atoi(output(p, PROC_STDOUT));
+    assert_false(pid_dead(&bg));
+    char cg[CGROUP_PATH_MAX] = "", base[CGROUP_PATH_MAX] = "";
+    if (proc_cgroup(p)) snprintf(cg, sizeof cg, "%s", proc_cgroup(p));
+    p = start_sh(t, "sleep 100 & echo $!");
+    wait_end(p);
+    pid_t bg2 = (pid_t)atoi(output(p, PROC_STDOUT));
+    kill(bg, SIGKILL);
+    run_until(pid_dead, &bg);
+    if (*cg) {
+        run_until(path_gone, cg);
+        snprintf(base, sizeof base, "%s", cg);
+        *strrchr(base, '/') = '\0';
+    }
+    proc_table_free(t);
+    if (*cg) {
+        /* bg2 was in a cgroup: killed, and every directory is gone. */
+        run_until(pid_dead, &bg2);
+        assert_true(path_gone(base));
+    } else {
+        assert_false(pid_dead(&bg2));
+        kill(bg2, SIGKILL);
+    }
+}
+
 int main(void)
 {
     /* Orphaned grandchildren come back to us and are reaped by the loop. */
@@ -766,6 +859,8 @@ int main(void)
         cmocka_unit_test(test_env_and_cwd),
         cmocka_unit_test(test_user_switch),
         cmocka_unit_test(test_shutdown),
+        cmocka_unit_test(test_a_daemon_goes_with_a_signal_or_a_stop),
+        cmocka_unit_test(test_background_children_outlive_a_normal_exit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

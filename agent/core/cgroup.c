@@ -1,0 +1,351 @@
+/*
+ * cgroup.c - finding a hierarchy, making, listing, freezing, killing and
+ * removing groups (see cgroup.h).
+ */
+#include "agent/core/cgroup.h"
+#include "agent/core/buf.h"
+#include "agent/core/err.h"
+#include "agent/core/protocol.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* /proc/self/cgroup is a few lines; mountinfo of a busy host a few hundred. */
+#define SELF_MAX (64u << 10)
+#define MOUNTINFO_MAX (4u << 20)
+/* Directory levels cgroup_remove descends (a nested agent's groups). */
+#define REMOVE_DEPTH 8
+
+int cgroup_want_parse(const char *v, enum cgroup_want *w)
+{
+    if (!v || !*v || !strcmp(v, "1")) *w = CGROUP_WANT_AUTO;
+    else if (!strcmp(v, "0")) *w = CGROUP_WANT_OFF;
+    else if (!strcmp(v, "v2")) *w = CGROUP_WANT_V2;
+    else if (!strcmp(v, "v1")) *w = CGROUP_WANT_V1;
+    else return -1;
+    return 0;
+}
+
+const char *cgroup_kind_name(enum cgroup_kind k)
+{
+    return k == CGROUP_V2 ? "v2" : k == CGROUP_V1_FREEZER ? "v1 freezer" : k == CGROUP_V1_PIDS ? "v1 pids" : "none";
+}
+
+/* ---- parsers ---- */
+
+/* The next line of [*p, end): its bounds, *p moved past it. 0 at the end. */
+static int next_line(const char **p, const char *end, const char **s, const char **e)
+{
+    if (*p >= end) return 0;
+    *s = *p;
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    *e = nl ? nl : end;
+    *p = nl ? nl + 1 : end;
+    return 1;
+}
+
+/* 1 when the comma-separated list [s, e) holds word. */
+static int list_has(const char *s, const char *e, const char *word)
+{
+    size_t wl = strlen(word);
+    while (s < e) {
+        const char *c = memchr(s, ',', (size_t)(e - s));
+        const char *we = c ? c : e;
+        if ((size_t)(we - s) == wl && !memcmp(s, word, wl)) return 1;
+        s = we + 1;
+    }
+    return 0;
+}
+
+static int copy_out(const char *s, size_t n, char *out, size_t cap)
+{
+    if (n >= cap) return -1;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 0;
+}
+
+int cgroup_parse_self(const char *text, size_t len, const char *controller, char *path, size_t cap)
+{
+    const char *p = text, *end = text + len, *s, *e;
+    while (next_line(&p, end, &s, &e)) {
+        const char *c1 = memchr(s, ':', (size_t)(e - s));
+        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(e - c1 - 1)) : NULL;
+        if (!c2) continue;
+        int v2 = c1 - s == 1 && s[0] == '0' && c2 == c1 + 1;
+        if (controller ? !v2 && list_has(c1 + 1, c2, controller) : v2)
+            return copy_out(c2 + 1, (size_t)(e - c2 - 1), path, cap);
+    }
+    return -1;
+}
+
+/* Copy the field [s, e) with mountinfo's octal escapes decoded. */
+static int unescape(const char *s, const char *e, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; s < e; n++) {
+        if (n + 1 >= cap) return -1;
+        if (*s == '\\' && e - s >= 4 && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+            s[3] >= '0' && s[3] <= '7') {
+            out[n] = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+            s += 4;
+        } else {
+            out[n] = *s++;
+        }
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+/* Split [s, e) at spaces into at most max fields. Returns the count. */
+static int fields(const char *s, const char *e, const char **fs, const char **fe, int max)
+{
+    int n = 0;
+    while (s < e && n < max) {
+        while (s < e && *s == ' ') s++;
+        if (s == e) break;
+        fs[n] = s;
+        while (s < e && *s != ' ') s++;
+        fe[n++] = s;
+    }
+    return n;
+}
+
+static int field_is(const char *s, const char *e, const char *word)
+{
+    return (size_t)(e - s) == strlen(word) && !memcmp(s, word, (size_t)(e - s));
+}
+
+int cgroup_parse_mount(const char *text, size_t len, const char *controller, char *root, char *mnt,
+                       size_t cap)
+{
+    const char *p = text, *end = text + len, *s, *e;
+    while (next_line(&p, end, &s, &e)) {
+        const char *fs[32], *fe[32];
+        int n = fields(s, e, fs, fe, 32), dash = 6;
+        while (dash < n && !field_is(fs[dash], fe[dash], "-")) dash++;
+        if (dash + 3 >= n) continue; /* no fstype, source and options after the - */
+        const char *type = fs[dash + 1], *type_e = fe[dash + 1];
+        int ok = controller ? field_is(type, type_e, "cgroup") && list_has(fs[dash + 3], fe[dash + 3], controller)
+                            : field_is(type, type_e, "cgroup2");
+        if (ok && unescape(fs[3], fe[3], root, cap) == 0 && unescape(fs[4], fe[4], mnt, cap) == 0) return 0;
+    }
+    return -1;
+}
+
+int cgroup_dir_of(const char *mnt, const char *root, const char *path, char *out, size_t cap)
+{
+    size_t rl = strlen(root);
+    if (!strcmp(root, "/")) rl = 0;
+    else if (strncmp(path, root, rl) != 0 || (path[rl] != '\0' && path[rl] != '/')) return -1;
+    const char *below = path + rl;
+    if (!strcmp(below, "/")) below = "";
+    int n = snprintf(out, cap, "%s%s", mnt, below);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* ---- files ---- */
+
+static int read_text(const char *path, struct buf *b, size_t max)
+{
+    char chunk[4096];
+    buf_init(b, max);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0 || buf_append(b, chunk, (size_t)n) < 0) break;
+    }
+    close(fd);
+    return 0;
+}
+
+static int write_text(const char *dir, const char *file, const char *text)
+{
+    char path[CGROUP_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t w = write(fd, text, strlen(text));
+    int e = errno;
+    close(fd);
+    errno = e;
+    return w == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+static int has_file(const char *dir, const char *file)
+{
+    char path[CGROUP_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return access(path, F_OK) == 0;
+}
+
+/* ---- the agent's directory ---- */
+
+/* The agent's own group of that hierarchy, as a directory. */
+static int own_dir(const struct buf *self, const struct buf *mi, const char *controller, char *dir, char *why)
+{
+    char path[CGROUP_PATH_MAX], root[CGROUP_PATH_MAX], mnt[CGROUP_PATH_MAX];
+    const char *name = controller ? controller : "cgroup v2";
+    if (cgroup_parse_self(self->data ? self->data : "", self->len, controller, path, sizeof path) < 0) {
+        err_set(why, "%s: the agent is in no such group", name);
+        return -1;
+    }
+    if (cgroup_parse_mount(mi->data ? mi->data : "", mi->len, controller, root, mnt, sizeof root) < 0 ||
+        cgroup_dir_of(mnt, root, path, dir, CGROUP_PATH_MAX - 64) < 0) {
+        err_set(why, "%s: the agent's group %s is not mounted", name, path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Make a directory of the agent's own under dir. */
+static int make_base(struct cgroup_base *b, const char *dir, char *why)
+{
+    for (int i = 0; i < 100; i++) {
+        int n = i ? snprintf(b->dir, sizeof b->dir, "%s/" SA_NAME "-%d.%d", dir, (int)getpid(), i)
+                  : snprintf(b->dir, sizeof b->dir, "%s/" SA_NAME "-%d", dir, (int)getpid());
+        if (n < 0 || (size_t)n >= sizeof b->dir) break;
+        if (mkdir(b->dir, 0755) == 0) return 0;
+        if (errno != EEXIST) {
+            err_set(why, "cannot make a group in %s: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    err_set(why, "cannot make a group in %s", dir);
+    return -1;
+}
+
+static int try_kind(struct cgroup_base *b, enum cgroup_kind k, const struct buf *self, const struct buf *mi,
+                    char *why)
+{
+    char dir[CGROUP_PATH_MAX];
+    const char *ctl = k == CGROUP_V2 ? NULL : k == CGROUP_V1_FREEZER ? "freezer" : "pids";
+    if (own_dir(self, mi, ctl, dir, why) < 0 || make_base(b, dir, why) < 0) return -1;
+    b->kind = k;
+    b->has_kill = k == CGROUP_V2 && has_file(b->dir, "cgroup.kill");
+    b->has_freeze = k == CGROUP_V2 ? has_file(b->dir, "cgroup.freeze") : k == CGROUP_V1_FREEZER;
+    return 0;
+}
+
+int cgroup_base_open(struct cgroup_base *b, enum cgroup_want w, char *err)
+{
+    static const enum cgroup_kind order[] = {CGROUP_V2, CGROUP_V1_FREEZER, CGROUP_V1_PIDS};
+    struct buf self, mi;
+    char why[ERR_LEN] = "";
+    int rc = -1;
+    memset(b, 0, sizeof *b);
+    if (w == CGROUP_WANT_OFF) {
+        err_set(err, "turned off (" ENV_CGROUPS "=0)");
+        return -1;
+    }
+    if (read_text("/proc/self/cgroup", &self, SELF_MAX) < 0 ||
+        read_text("/proc/self/mountinfo", &mi, MOUNTINFO_MAX) < 0) {
+        err_set(why, "cannot read /proc/self: %s", strerror(errno));
+    } else {
+        for (size_t i = 0; i < sizeof order / sizeof order[0] && rc < 0; i++) {
+            if ((w == CGROUP_WANT_V2 && order[i] != CGROUP_V2) || (w == CGROUP_WANT_V1 && order[i] == CGROUP_V2))
+                continue;
+            char one[ERR_LEN];
+            rc = try_kind(b, order[i], &self, &mi, one);
+            if (rc < 0 && strlen(why) + strlen(one) + 3 < sizeof why) {
+                if (*why) strcat(why, "; ");
+                strcat(why, one);
+            }
+        }
+    }
+    buf_free(&self);
+    buf_free(&mi);
+    if (rc < 0) err_set(err, "%s", why);
+    return rc;
+}
+
+void cgroup_base_close(struct cgroup_base *b)
+{
+    if (b->kind != CGROUP_NONE) cgroup_remove(b->dir);
+    b->kind = CGROUP_NONE;
+}
+
+/* ---- one group ---- */
+
+int cgroup_make(const struct cgroup_base *b, const char *name, char *path, size_t cap, char *err)
+{
+    char procs[CGROUP_PATH_MAX + 32];
+    int n = snprintf(path, cap, "%s/%s", b->dir, name);
+    if (n < 0 || (size_t)n >= cap) {
+        err_set(err, "cgroup path too long");
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (mkdir(path, 0755) < 0) {
+        err_set(err, "cannot make the cgroup %s: %s", path, strerror(errno));
+        return -1;
+    }
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
+    int fd = open(procs, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        err_set(err, "cannot open %s: %s", procs, strerror(e));
+        rmdir(path);
+        errno = e;
+    }
+    return fd;
+}
+
+static int remove_at(const char *path, int depth)
+{
+    if (rmdir(path) == 0 || errno == ENOENT) return 0;
+    if (errno != EBUSY || depth >= REMOVE_DEPTH) return -1;
+    /* EBUSY: members, or groups below (a nested agent's): those first. */
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    char sub[CGROUP_PATH_MAX];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
+        int n = snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        if (n > 0 && (size_t)n < sizeof sub) remove_at(sub, depth + 1);
+    }
+    closedir(d);
+    return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int cgroup_remove(const char *path) { return remove_at(path, 0); }
+
+int cgroup_members(const char *path, struct pid_list *l)
+{
+    char procs[CGROUP_PATH_MAX + 32];
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
+    return descendants_read(procs, l);
+}
+
+int cgroup_kill(const struct cgroup_base *b, const char *path)
+{
+    return b->has_kill ? write_text(path, "cgroup.kill", "1") : -1;
+}
+
+int cgroup_freeze(const struct cgroup_base *b, const char *path, int on)
+{
+    if (!b->has_freeze) return -1;
+    if (b->kind == CGROUP_V2) return write_text(path, "cgroup.freeze", on ? "1" : "0");
+    return write_text(path, "freezer.state", on ? "FROZEN" : "THAWED");
+}
+
+int cgroup_frozen(const struct cgroup_base *b, const char *path)
+{
+    char file[CGROUP_PATH_MAX + 32];
+    struct buf t;
+    if (!b->has_freeze) return -1;
+    snprintf(file, sizeof file, "%s/%s", path, b->kind == CGROUP_V2 ? "cgroup.events" : "freezer.state");
+    if (read_text(file, &t, 4096) < 0) return -1;
+    int r = 0;
+    if (t.data && b->kind == CGROUP_V2) r = memmem(t.data, t.len, "frozen 1", 8) != NULL;
+    else if (t.data) r = t.len >= 6 && !memcmp(t.data, "FROZEN", 6);
+    buf_free(&t);
+    return r;
+}

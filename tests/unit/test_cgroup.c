@@ -1,0 +1,186 @@
+/*
+ * test_cgroup.c - the pure parts of agent/core/cgroup.c: the group path of
+ * a hierarchy in /proc/self/cgroup (v2's "0::" line, a v1 controller in a
+ * list), its mount in /proc/self/mountinfo (cgroup2 or a cgroup mount with
+ * that controller, optional fields, octal escapes), the directory of a
+ * group under a mount whose root is not the hierarchy's, and the values of
+ * SANDBOX_AGENT_CGROUPS. Then, where this machine lets the test make
+ * cgroups, a group made, joined by a child, listed, killed and removed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "agent/core/cgroup.h"
+#include "agent/core/err.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char self_hybrid[] =
+    "9:name=systemd:/\n"
+    "8:pids:/user.slice/a\n"
+    "6:freezer:/f/g\n"
+    "4:memory:/process_api/625c\n"
+    "2:cpu,cpuacct:/c\n"
+    "0::/unified/x\n";
+
+static void test_parse_self(void **state)
+{
+    (void)state;
+    char p[64];
+    size_t n = sizeof self_hybrid - 1;
+    assert_int_equal(cgroup_parse_self(self_hybrid, n, NULL, p, sizeof p), 0);
+    assert_string_equal(p, "/unified/x");
+    assert_int_equal(cgroup_parse_self(self_hybrid, n, "freezer", p, sizeof p), 0);
+    assert_string_equal(p, "/f/g");
+    assert_int_equal(cgroup_parse_self(self_hybrid, n, "cpuacct", p, sizeof p), 0);
+    assert_string_equal(p, "/c");
+    assert_int_equal(cgroup_parse_self(self_hybrid, n, "name=systemd", p, sizeof p), 0);
+    assert_string_equal(p, "/");
+    /* No such controller; a word that is only part of one; no v2 line. */
+    assert_int_equal(cgroup_parse_self(self_hybrid, n, "blkio", p, sizeof p), -1);
+    assert_int_equal(cgroup_parse_self(self_hybrid, n, "cpuac", p, sizeof p), -1);
+    const char *v1 = "3:pids:/a\n";
+    assert_int_equal(cgroup_parse_self(v1, strlen(v1), NULL, p, sizeof p), -1);
+    /* Pure v2, no newline at the end; a path too long for the buffer. */
+    const char *v2 = "0::/system.slice/sa.service";
+    assert_int_equal(cgroup_parse_self(v2, strlen(v2), NULL, p, sizeof p), 0);
+    assert_string_equal(p, "/system.slice/sa.service");
+    assert_int_equal(cgroup_parse_self(v2, strlen(v2), NULL, p, 8), -1);
+    assert_int_equal(cgroup_parse_self("", 0, NULL, p, sizeof p), -1);
+    assert_int_equal(cgroup_parse_self("garbage\n::\n", 11, "x", p, sizeof p), -1);
+}
+
+static const char mountinfo[] =
+    "22 1 0:21 / /proc rw,nosuid shared:5 - proc proc rw\n"
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime shared:9 master:2 - cgroup cgroup rw,freezer\n"
+    "39 31 0:36 /docker/abc /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    "41 31 0:38 / /sys/fs/cgroup/un\\040ified rw,relatime - cgroup2 cgroup2 rw\n";
+
+static void test_parse_mount(void **state)
+{
+    (void)state;
+    char root[64], mnt[64];
+    size_t n = sizeof mountinfo - 1;
+    assert_int_equal(cgroup_parse_mount(mountinfo, n, NULL, root, mnt, sizeof root), 0);
+    assert_string_equal(root, "/");
+    assert_string_equal(mnt, "/sys/fs/cgroup/un ified");
+    assert_int_equal(cgroup_parse_mount(mountinfo, n, "freezer", root, mnt, sizeof root), 0);
+    assert_string_equal(mnt, "/sys/fs/cgroup/freezer");
+    assert_int_equal(cgroup_parse_mount(mountinfo, n, "pids", root, mnt, sizeof root), 0);
+    assert_string_equal(root, "/docker/abc");
+    assert_string_equal(mnt, "/sys/fs/cgroup/pids");
+    /* "rw" is an option of every mount, never a controller's mount. */
+    assert_int_equal(cgroup_parse_mount(mountinfo, n, "memory", root, mnt, sizeof root), -1);
+    assert_int_equal(cgroup_parse_mount(mountinfo, n, "mode=755", root, mnt, sizeof root), -1);
+    /* A line without the separator, or cut after it. */
+    const char *bad = "1 2 3:4 / /x rw - cgroup2\n5 6 7:8 / /y rw\n";
+    assert_int_equal(cgroup_parse_mount(bad, strlen(bad), NULL, root, mnt, sizeof root), -1);
+    /* A mount point that does not fit. */
+    assert_int_equal(cgroup_parse_mount(mountinfo, n, "freezer", root, mnt, 8), -1);
+}
+
+static void test_dir_of(void **state)
+{
+    (void)state;
+    char d[64];
+    assert_int_equal(cgroup_dir_of("/sys/fs/cgroup", "/", "/a/b", d, sizeof d), 0);
+    assert_string_equal(d, "/sys/fs/cgroup/a/b");
+    assert_int_equal(cgroup_dir_of("/sys/fs/cgroup", "/", "/", d, sizeof d), 0);
+    assert_string_equal(d, "/sys/fs/cgroup");
+    /* A container's mount of its own subtree. */
+    assert_int_equal(cgroup_dir_of("/sys/fs/cgroup/pids", "/docker/abc", "/docker/abc/x", d, sizeof d), 0);
+    assert_string_equal(d, "/sys/fs/cgroup/pids/x");
+    assert_int_equal(cgroup_dir_of("/m", "/docker/abc", "/docker/abc", d, sizeof d), 0);
+    assert_string_equal(d, "/m");
+    /* Not below the mount's root: it cannot reach the group. */
+    assert_int_equal(cgroup_dir_of("/m", "/docker/abc", "/docker/abcd", d, sizeof d), -1);
+    assert_int_equal(cgroup_dir_of("/m", "/docker/abc", "/other", d, sizeof d), -1);
+    assert_int_equal(cgroup_dir_of("/a-long-mount-point", "/", "/a/b", d, 8), -1);
+}
+
+static void test_want(void **state)
+{
+    (void)state;
+    enum cgroup_want w;
+    assert_int_equal(cgroup_want_parse(NULL, &w), 0);
+    assert_int_equal(w, CGROUP_WANT_AUTO);
+    assert_int_equal(cgroup_want_parse("", &w), 0);
+    assert_int_equal(w, CGROUP_WANT_AUTO);
+    assert_int_equal(cgroup_want_parse("1", &w), 0);
+    assert_int_equal(w, CGROUP_WANT_AUTO);
+    assert_int_equal(cgroup_want_parse("0", &w), 0);
+    assert_int_equal(w, CGROUP_WANT_OFF);
+    assert_int_equal(cgroup_want_parse("v2", &w), 0);
+    assert_int_equal(w, CGROUP_WANT_V2);
+    assert_int_equal(cgroup_want_parse("v1", &w), 0);
+    assert_int_equal(w, CGROUP_WANT_V1);
+    assert_int_equal(cgroup_want_parse("auto", &w), -1);
+    assert_int_equal(cgroup_want_parse("00", &w), -1);
+    assert_int_equal(cgroup_want_parse("V2", &w), -1);
+    char err[ERR_LEN];
+    struct cgroup_base b;
+    assert_int_equal(cgroup_base_open(&b, CGROUP_WANT_OFF, err), -1);
+    assert_int_equal(b.kind, CGROUP_NONE);
+    assert_non_null(strstr(err, "SANDBOX_AGENT_CGROUPS=0"));
+}
+
+/* Where the machine allows it: a group made, joined, listed, killed, gone. */
+static void test_a_group_for_real(void **state)
+{
+    (void)state;
+    char err[ERR_LEN], path[CGROUP_PATH_MAX];
+    struct cgroup_base b;
+    if (cgroup_base_open(&b, CGROUP_WANT_AUTO, err) < 0) {
+        printf("skipped: no cgroups here: %s\n", err);
+        return;
+    }
+    int fd = cgroup_make(&b, "t1", path, sizeof path, err);
+    assert_true(fd > 2);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (write(fd, "0", 1) != 1) _exit(3);
+        pause();
+        _exit(0);
+    }
+    close(fd);
+    struct pid_list l = {NULL, 0, 0};
+    /* The child joins at once; look until it is listed (bounded). */
+    for (int i = 0; i < 2000 && l.n == 0; i++) {
+        cgroup_members(path, &l);
+        if (l.n == 0) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.pid[0], pid);
+    pid_list_free(&l);
+    /* Not empty: it stays. */
+    assert_int_equal(cgroup_remove(path), -1);
+    assert_int_equal(errno, EBUSY);
+    if (cgroup_kill(&b, path) < 0) kill(pid, SIGKILL);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    assert_int_equal(cgroup_remove(path), 0);
+    cgroup_base_close(&b);
+    assert_int_equal(access(b.dir, F_OK), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_self),
+        cmocka_unit_test(test_parse_mount),
+        cmocka_unit_test(test_dir_of),
+        cmocka_unit_test(test_want),
+        cmocka_unit_test(test_a_group_for_real),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
