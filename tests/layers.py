@@ -2,10 +2,16 @@
 """Check that #include lines run one way: agent/main.c -> modes -> services -> core.
 
   core      agent/core/        includes only the core
-  service   agent/files/, inotify/tree/, agent/proc/
-                               the core and its own folder (what several modes
-                               use beyond the core: file operations, the watched tree,
-                               the process table)
+  service   agent/files/, inotify/tree/, agent/proc/, and the API's layers
+                               the core, its own folder and the services its
+                               SERVICE_USES entry names (what several modes
+                               use beyond the core: file operations, the watched
+                               tree, the process table, the envd API)
+            The API in layers: http (HTTP/1.1) <- connect (Connect framing)
+            <- process, filesystem, rest (the services it serves; rest may use
+            filesystem's entries and watches) <- agent/api (configuration,
+            start, stop, the routes); asuser (who a request acts as) beside
+            them, used by the three services.
   mode      one folder each    the core, the services and its own folder, never
                                another mode
   dispatch  agent/main.c       the modes' entry headers and the core
@@ -19,10 +25,20 @@ import re
 import sys
 
 CORE = "agent/core"
-SERVICES = ["agent/files", "inotify/tree", "agent/proc", "agent/api"]
-# A service may use another only along these edges (no cycles): the API
-# server speaks for the process table, the file operations and the watcher.
-SERVICE_USES = {"agent/api": ["agent/proc", "agent/files", "inotify/tree"]}
+API = "agent/api"
+HTTP, CONNECT, ASUSER = API + "/http", API + "/connect", API + "/asuser"
+PROCESS, FILESYSTEM, REST = API + "/process", API + "/filesystem", API + "/rest"
+SERVICES = ["agent/files", "inotify/tree", "agent/proc", HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, API]
+# A service may use another only along these edges (no cycles): the API's
+# layers one way, and the services the API speaks for (the process table,
+# the file operations, the watched tree).
+SERVICE_USES = {
+    CONNECT: [HTTP],
+    PROCESS: [CONNECT, HTTP, ASUSER, "agent/proc"],
+    FILESYSTEM: [CONNECT, HTTP, ASUSER, "agent/files", "inotify/tree"],
+    REST: [HTTP, CONNECT, ASUSER, FILESYSTEM, "agent/files"],
+    API: [HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, "agent/proc"],
+}
 MODES = ["agent/fs", "agent/mcp", "agent/session", "agent/serve", "runner/run", "runner/exec",
          "inotify/watch"]
 DISPATCH = "agent/main.c"
@@ -77,7 +93,10 @@ def self_test():
              ("runner/run/r.c", "runner/exec/e.h", False), ("runner/run/r.c", "agent/files/f.h", True),
              ("agent/main.c", "runner/run/run.h", True), ("agent/session/s.c", "agent/session/m.h", True),
              ("agent/core/a.c", "agent/core/b.h", True), ("agent/fs/f.c", "tests/unit/x.h", False),
-             ("agent/api/a.c", "agent/proc/p.h", True), ("agent/proc/p.c", "agent/api/a.h", False)]
+             ("agent/api/a.c", "agent/proc/p.h", True), ("agent/proc/p.c", "agent/api/a.h", False),
+             ("agent/api/http/c.c", "agent/api/connect/r.h", False), ("agent/api/connect/r.c", "agent/api/http/c.h", True),
+             ("agent/api/filesystem/f.c", "agent/api/rest/u.h", False), ("agent/api/rest/u.c", "agent/api/filesystem/w.h", True),
+             ("agent/api/process/p.c", "agent/files/f.h", False)]
     for src, dst, want in cases:
         got = allowed(src, dst)[0]
         if got != want:

@@ -2,8 +2,8 @@
  * api.c - the API service's configuration, start and stop (see api.h).
  */
 #include "agent/api/api.h"
-#include "agent/api/procrpc.h"
-#include "agent/api/requser.h"
+#include "agent/api/process/process.h"
+#include "agent/api/asuser/asuser.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/num.h"
@@ -63,7 +63,7 @@ static int read_user(struct api_config *cfg, char *err)
     const char *v = getenv(ENV_USER);
     char why[ERR_LEN];
     cfg->user = v && *v ? v : NULL;
-    if (cfg->user && requser_get(cfg->user, &u, why) < 0) {
+    if (cfg->user && asuser_get(cfg->user, &u, why) < 0) {
         err_set(err, ENV_USER ": %s", why);
         return -1;
     }
@@ -190,8 +190,8 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
         a->t = NULL;
         return -1;
     }
-    procrpc_init(a->t);
-    requser_default(a->cfg.user);
+    process_init(a->t);
+    asuser_default(a->cfg.user);
     routes_app(&a->routes, &app);
     server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout,
                  a->cfg.first_head, &app);
@@ -207,8 +207,8 @@ void api_free(struct api *a)
     ev_timer_stop(a->loop, &a->bound_w);
     server_close_listener(&a->srv);
     if (a->cfg.addr.is_unix) (void)unlink(a->cfg.addr.path);
-    procrpc_init(NULL);
-    requser_default(NULL);
+    process_init(NULL);
+    asuser_default(NULL);
     proc_table_free(a->t);
     a->t = NULL;
     a->started = 0;

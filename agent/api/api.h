@@ -15,9 +15,9 @@
 #ifndef SA_API_API_H
 #define SA_API_API_H
 
-#include "agent/api/listen.h"
+#include "agent/api/http/listen.h"
 #include "agent/api/routes.h"
-#include "agent/api/server.h"
+#include "agent/api/http/server.h"
 #include "agent/proc/proc.h"
 
 #include <ev.h>

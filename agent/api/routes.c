@@ -10,35 +10,33 @@
  * until one is wired its entry answers `unimplemented`.
  */
 #include "agent/api/routes.h"
-#include "agent/api/auth.h"
-#include "agent/api/procrpc.h"
-#include "agent/api/filesrt.h"
-#include "agent/api/fsrpc.h"
+#include "agent/api/http/auth.h"
+#include "agent/api/process/process.h"
+#include "agent/api/rest/files.h"
+#include "agent/api/filesystem/filesystem.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/protocol.h"
 
 #include <string.h>
 
-extern char **environ;
-
 static const struct rpc_method methods[] = {
-    {"/process.Process/Start", RPC_KIND_STREAM, procrpc_start},
-    {"/process.Process/Connect", RPC_KIND_STREAM, procrpc_connect},
-    {"/process.Process/List", RPC_KIND_UNARY, procrpc_list},
-    {"/process.Process/SendInput", RPC_KIND_UNARY, procrpc_send_input},
-    {"/process.Process/StreamInput", RPC_KIND_CLIENT_STREAM, procrpc_stream_input},
-    {"/process.Process/SendSignal", RPC_KIND_UNARY, procrpc_send_signal},
-    {"/process.Process/CloseStdin", RPC_KIND_UNARY, procrpc_close_stdin},
-    {"/process.Process/Update", RPC_KIND_UNARY, procrpc_update},
-    {"/filesystem.Filesystem/Stat", RPC_KIND_UNARY, fsrpc_stat},
-    {"/filesystem.Filesystem/MakeDir", RPC_KIND_UNARY, fsrpc_make_dir},
-    {"/filesystem.Filesystem/Move", RPC_KIND_UNARY, fsrpc_move},
-    {"/filesystem.Filesystem/ListDir", RPC_KIND_UNARY, fsrpc_list_dir},
-    {"/filesystem.Filesystem/Remove", RPC_KIND_UNARY, fsrpc_remove},
-    {"/filesystem.Filesystem/WatchDir", RPC_KIND_STREAM, fsrpc_watch_dir},
-    {"/filesystem.Filesystem/CreateWatcher", RPC_KIND_UNARY, fsrpc_create_watcher},
-    {"/filesystem.Filesystem/GetWatcherEvents", RPC_KIND_UNARY, fsrpc_get_watcher_events},
-    {"/filesystem.Filesystem/RemoveWatcher", RPC_KIND_UNARY, fsrpc_remove_watcher},
+    {"/process.Process/Start", RPC_KIND_STREAM, process_stream_start},
+    {"/process.Process/Connect", RPC_KIND_STREAM, process_stream_connect},
+    {"/process.Process/List", RPC_KIND_UNARY, process_control_list},
+    {"/process.Process/SendInput", RPC_KIND_UNARY, process_control_send_input},
+    {"/process.Process/StreamInput", RPC_KIND_CLIENT_STREAM, process_control_stream_input},
+    {"/process.Process/SendSignal", RPC_KIND_UNARY, process_control_send_signal},
+    {"/process.Process/CloseStdin", RPC_KIND_UNARY, process_control_close_stdin},
+    {"/process.Process/Update", RPC_KIND_UNARY, process_control_update},
+    {"/filesystem.Filesystem/Stat", RPC_KIND_UNARY, filesystem_stat},
+    {"/filesystem.Filesystem/MakeDir", RPC_KIND_UNARY, filesystem_make_dir},
+    {"/filesystem.Filesystem/Move", RPC_KIND_UNARY, filesystem_move},
+    {"/filesystem.Filesystem/ListDir", RPC_KIND_UNARY, filesystem_list_dir},
+    {"/filesystem.Filesystem/Remove", RPC_KIND_UNARY, filesystem_remove},
+    {"/filesystem.Filesystem/WatchDir", RPC_KIND_STREAM, filesystem_watchdir},
+    {"/filesystem.Filesystem/CreateWatcher", RPC_KIND_UNARY, filesystem_watchers_create},
+    {"/filesystem.Filesystem/GetWatcherEvents", RPC_KIND_UNARY, filesystem_watchers_get_events},
+    {"/filesystem.Filesystem/RemoveWatcher", RPC_KIND_UNARY, filesystem_watchers_remove},
 };
 
 const struct rpc_method *routes_method(const char *path)
@@ -85,9 +83,9 @@ static void on_head(struct conn *c, void *ctx)
         rpc_error_response(c, RPC_UNAUTHENTICATED, "missing or wrong " HEADER_ACCESS_TOKEN, NULL);
         return;
     }
-    conn_trust(c); /* past the token: strangers cannot displace it (server.h) */
+    conn_trust(c); /* past the token: strangers cannot displace it (http/server.h) */
     if (!strcmp(path, ROUTE_FILES)) {
-        files_on_head(c);
+        rest_files_on_head(c);
         return;
     }
     if (is_rest(path)) {
@@ -103,39 +101,18 @@ static void on_head(struct conn *c, void *ctx)
         rpc_http_error(c, 404, RPC_NOT_FOUND, "no such route", NULL);
 }
 
-int routes_envs_json(struct buf *b)
-{
-    if (procrpc_table()) return procrpc_envs_json(b);
-    if (buf_putc(b, '{') < 0) return -1;
-    int first = 1;
-    for (char **e = environ; e && *e; e++) {
-        const char *eq = strchr(*e, '=');
-        if (!eq || eq == *e) continue;
-        size_t kn = (size_t)(eq - *e);
-        int dup = 0; /* the first of a repeated name wins, as getenv's */
-        for (char **p = environ; p != e && !dup; p++)
-            dup = !strncmp(*p, *e, kn + 1);
-        if (dup) continue;
-        if ((!first && buf_puts(b, ", ") < 0) || jsonw_str(b, *e, kn, JSONW_SURROGATEESCAPE) < 0 ||
-            buf_puts(b, ": ") < 0 || jsonw_cstr(b, eq + 1) < 0)
-            return -1;
-        first = 0;
-    }
-    return buf_putc(b, '}');
-}
-
 static void on_request(struct conn *c, void *ctx)
 {
     struct httpreq *r = conn_req(c);
     const char *path = httpreq_path(r);
     if (!strcmp(path, ROUTE_FILES)) {
-        files_on_request(c);
+        rest_files_on_request(c);
     } else if (!strcmp(path, ROUTE_HEALTH)) {
         conn_respond(c, 204, NULL, NULL, "", 0);
     } else if (!strcmp(path, ROUTE_ENVS)) {
         struct buf b;
         buf_init(&b, SERVE_BODY_MAX);
-        if (routes_envs_json(&b) < 0) rpc_error_response(c, RPC_INTERNAL, "out of memory", NULL);
+        if (process_envs_json(&b) < 0) rpc_error_response(c, RPC_INTERNAL, "out of memory", NULL);
         else conn_respond(c, 200, CONNECT_CT_UNARY, NULL, b.data, b.len);
         buf_free(&b);
     } else {

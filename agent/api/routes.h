@@ -7,8 +7,8 @@
 #ifndef SA_SERVE_ROUTES_H
 #define SA_SERVE_ROUTES_H
 
-#include "agent/api/rpc.h"
-#include "agent/api/server.h"
+#include "agent/api/connect/rpc.h"
+#include "agent/api/http/server.h"
 
 #include <stddef.h>
 
@@ -24,9 +24,5 @@ void routes_app(struct routes *rt, struct server_app *app);
  * `unimplemented`, as an unknown one is. */
 const struct rpc_method *routes_method(const char *path);
 
-/* The environment a started process gets, as a JSON object (GET /envs):
- * a Start's as the default user with no envs (procrpc.h), or without a
- * process table the agent's own; the secrets are gone either way (nonce.h). */
-int routes_envs_json(struct buf *b);
 
 #endif

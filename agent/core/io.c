@@ -76,25 +76,31 @@ int io_mkdir_p(const char *path, mode_t mode)
     return 0;
 }
 
-void io_cloexec_inherited(void)
+void io_close_range(unsigned lo, unsigned hi, int cloexec)
 {
 #ifdef SYS_close_range
-    /* CLOSE_RANGE_CLOEXEC (Linux 5.11) marks the whole range in one call. */
-    if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) == 0) return;
+    /* CLOSE_RANGE_CLOEXEC (Linux 5.11) marks the range instead. */
+    if (syscall(SYS_close_range, lo, hi, cloexec ? 4U /* CLOSE_RANGE_CLOEXEC */ : 0U) == 0) return;
 #endif
+    /* Older kernels: the fds that are open, else every number up to a bound. */
     DIR *d = opendir("/proc/self/fd");
     if (!d) {
-        for (int fd = 3; fd < 1024; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        for (unsigned fd = lo; fd <= hi && fd < IO_FD_SCAN_MAX; fd++)
+            cloexec ? fcntl((int)fd, F_SETFD, FD_CLOEXEC) : close((int)fd);
         return;
     }
     int dfd = dirfd(d);
     struct dirent *de;
     while ((de = readdir(d))) {
-        int fd = atoi(de->d_name);
-        if (fd >= 3 && fd != dfd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        long fd = atol(de->d_name);
+        if (de->d_name[0] < '0' || de->d_name[0] > '9' || fd < (long)lo || fd > (long)hi || fd == dfd) continue;
+        if (cloexec) fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+        else close((int)fd);
     }
     closedir(d);
 }
+
+void io_cloexec_inherited(void) { io_close_range(3, ~0U, 1); }
 
 int io_ensure_std_fds(void)
 {

@@ -17,6 +17,11 @@ int io_mkdir_p(const char *path, mode_t mode);
 /* Mark every fd >= 3 close-on-exec: nothing the agent was handed leaks into
  * the workload. */
 void io_cloexec_inherited(void);
+/* Close (or, with cloexec, mark close-on-exec) every fd from lo to hi:
+ * close_range(2), else the open ones /proc/self/fd lists, else every number
+ * below IO_FD_SCAN_MAX. For a child before exec, and the start-up above. */
+#define IO_FD_SCAN_MAX 65536u
+void io_close_range(unsigned lo, unsigned hi, int cloexec);
 /* Open /dev/null on whichever of fds 0, 1, 2 is closed, before anything else
  * opens an fd (which would otherwise take the free slot). Returns 0 or -1. */
 int io_ensure_std_fds(void);

@@ -180,3 +180,18 @@ int jsonw_double(struct buf *b, double d)
     }
     return jsonw_double_repr(b, d);
 }
+
+int jsonw_env(struct buf *b, char *const *v)
+{
+    int first = 1;
+    if (buf_putc(b, '{') < 0) return -1;
+    for (size_t i = 0; v && v[i]; i++) {
+        const char *eq = strchr(v[i], '=');
+        if (!eq) continue;
+        if ((!first && buf_puts(b, ", ") < 0) || jsonw_str(b, v[i], (size_t)(eq - v[i]), JSONW_SURROGATEESCAPE) < 0 ||
+            buf_puts(b, ": ") < 0 || jsonw_cstr(b, eq + 1) < 0)
+            return -1;
+        first = 0;
+    }
+    return buf_putc(b, '}');
+}

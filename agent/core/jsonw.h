@@ -32,4 +32,10 @@ int jsonw_double(struct buf *b, double d);
  * path of jsonw_double is tested against, and its fallback. */
 int jsonw_double_repr(struct buf *b, double d);
 
+/* "NAME=VALUE" strings (NULL-terminated, or v NULL) as a JSON object, in
+ * order: a name given twice appears twice, and a JSON reader keeps the
+ * last, as a process's environment does. A string without '=' is left out.
+ * Returns 0, or -1 past b's bound. */
+int jsonw_env(struct buf *b, char *const *v);
+
 #endif

@@ -38,7 +38,7 @@
 
 #include "agent/core/cgroup.h"
 #include "agent/proc/pstatus.h"
-#include "agent/proc/user.h"
+#include "agent/core/user.h"
 
 #include <ev.h>
 #include <stddef.h>

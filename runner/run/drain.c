@@ -16,14 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void close_span(unsigned lo, unsigned hi)
-{
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, lo, hi, 0U) == 0) return;
-#endif
-    for (unsigned fd = lo; fd <= hi && fd < 65536; fd++) close((int)fd);
-}
-
 /* Close every fd but 0-2 and keep[0..n) (n <= DRAIN_MAX_FDS + 1). */
 static void close_others(const int *keep, int n)
 {
@@ -38,10 +30,10 @@ static void close_others(const int *keep, int n)
     unsigned lo = 3;
     for (int i = 0; i < n; i++) {
         if (k[i] < (int)lo) continue;
-        if (k[i] > (int)lo) close_span(lo, (unsigned)k[i] - 1);
+        if (k[i] > (int)lo) io_close_range(lo, (unsigned)k[i] - 1, 0);
         lo = (unsigned)k[i] + 1;
     }
-    close_span(lo, ~0U);
+    io_close_range(lo, ~0U, 0);
 }
 
 /* Move what fd has to stdout; 0 at EOF, -1 when stdout is gone. */

@@ -4,7 +4,7 @@
  * value gives a plain user name or a refusal; what decodes re-encodes to the
  * same bytes (padding and alphabet aside).
  */
-#include "agent/api/auth.h"
+#include "agent/api/http/auth.h"
 #include "agent/core/b64.h"
 
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * them, within the bound, or to a clean refusal; what the encoder writes
  * decodes back to itself; a request body is one message or an error.
  */
-#include "agent/api/connect.h"
+#include "agent/api/connect/connect.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -1,14 +1,14 @@
 /*
  * fuzz_filesq.c - libFuzzer target: what /files reads from a request's
- * target and headers (agent/api/query.c, hparam.c, multipart.c's
- * Content-Type, fspath.c): query parameters, header parameters, codings,
+ * target and headers (agent/api/query.c, http/hparam.c, rest/multipart.c's
+ * Content-Type, asuser/path.c): query parameters, header parameters, codings,
  * boundaries and paths, for any bytes. Every result stays within its
  * bound, a resolved path is absolute, and never a crash, a leak or a hang.
  */
-#include "agent/api/fspath.h"
-#include "agent/api/hparam.h"
-#include "agent/api/multipart.h"
-#include "agent/api/query.h"
+#include "agent/api/asuser/path.h"
+#include "agent/api/http/hparam.h"
+#include "agent/api/rest/multipart.h"
+#include "agent/api/http/query.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,17 +32,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)hparam_accepts(s, "gzip");
     (void)hparam_type_is(s, "multipart/form-data");
     char boundary[MP_BOUNDARY_MAX + 1];
-    int n = mp_content_type(s, boundary);
+    int n = multipart_content_type(s, boundary);
     if (n > MP_BOUNDARY_MAX || (n > 0 && strlen(boundary) != (size_t)n)) __builtin_trap();
     const char *why;
     struct buf p;
-    buf_init(&p, FSPATH_MAX);
-    if (fspath_resolve("/home/user", s, &p, &why) == 0) {
-        if (p.data[0] != '/' || p.len > FSPATH_MAX) __builtin_trap();
+    buf_init(&p, ASUSER_PATH_MAX);
+    if (asuser_path_resolve("/home/user", s, &p, &why) == 0) {
+        if (p.data[0] != '/' || p.len > ASUSER_PATH_MAX) __builtin_trap();
         /* Cleaning a clean relative result changes nothing. */
         if (s[0] != '/') {
             char *again = strdup(p.data);
-            fspath_clean(again);
+            asuser_path_clean(again);
             if (strcmp(again, p.data)) __builtin_trap();
             free(again);
         }

@@ -1,12 +1,12 @@
 /*
  * fuzz_fsreq.c - libFuzzer target: the JSON request decoders of the
- * filesystem API (agent/api/fsreq.c) behind the request message's own path
+ * filesystem API (agent/api/filesystem_request.c) behind the request message's own path
  * (agent/core/jsoncheck.c, jsonbytes.c, cJSON): any bytes that pass the
  * check decode or are refused with a reason, the strings they give are
  * never NULL, and the bytes of a surrogateescape string come back exact.
  * Never a crash, a leak or a hang.
  */
-#include "agent/api/fsreq.h"
+#include "agent/api/filesystem/request.h"
 #include "agent/core/jsonbytes.h"
 #include "agent/core/jsoncheck.h"
 
@@ -24,11 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = jsonbytes_unescape(text, size);
     if (n > size) __builtin_trap();
     cJSON *msg = cJSON_ParseWithLength(text, n);
-    static const enum fsreq_kind kinds[] = {FSREQ_PATH, FSREQ_LIST, FSREQ_MOVE, FSREQ_WATCH, FSREQ_WATCHER};
+    static const enum filesystem_request_kind kinds[] = {FSREQ_PATH, FSREQ_LIST, FSREQ_MOVE, FSREQ_WATCH, FSREQ_WATCHER};
     for (size_t i = 0; msg && i < sizeof kinds / sizeof kinds[0]; i++) {
-        struct fsreq r;
+        struct filesystem_request r;
         const char *why = NULL;
-        if (fsreq_decode(kinds[i], msg, &r, &why) < 0) {
+        if (filesystem_request_decode(kinds[i], msg, &r, &why) < 0) {
             if (!why) __builtin_trap();
             continue;
         }

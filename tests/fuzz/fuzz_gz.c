@@ -4,7 +4,7 @@
  * corrupt both ways), within the output they claim; any bytes deflate and inflate back to
  * themselves. Never a crash, a leak or a hang.
  */
-#include "agent/api/gz.h"
+#include "agent/api/rest/gz.h"
 #include "agent/core/buf.h"
 #include "agent/core/hash.h"
 

@@ -5,7 +5,7 @@
  * the same heads, bodies and errors, within the bounds; requests follow one
  * another as on a keep-alive connection. Never a crash, a leak or a hang.
  */
-#include "agent/api/httpreq.h"
+#include "agent/api/http/httpreq.h"
 #include "agent/core/hash.h"
 #include "agent/core/protocol.h"
 

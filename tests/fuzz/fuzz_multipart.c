@@ -6,7 +6,7 @@
  * passes its bound; memory stays within the header bound. Never a crash, a
  * leak or a hang.
  */
-#include "agent/api/multipart.h"
+#include "agent/api/rest/multipart.h"
 #include "agent/core/hash.h"
 
 #include <stdint.h>
@@ -26,8 +26,8 @@ static void note(struct digest *d, const char *tag, const void *p, size_t n)
 static void feed(struct mp *m, const uint8_t *p, size_t k, size_t max, struct digest *d)
 {
     while (k > 0 && d->state != 2) {
-        struct mp_out o;
-        size_t used = mp_feed(m, (const char *)p, k, max, &o);
+        struct multipart_out o;
+        size_t used = multipart_feed(m, (const char *)p, k, max, &o);
         if (used > k) __builtin_trap();
         p += used;
         k -= used;
@@ -53,14 +53,14 @@ static uint64_t run(const char *boundary, size_t blen, const uint8_t *p, size_t 
 {
     struct mp m;
     struct digest d = {HASH_SEED, 0, 0};
-    if (mp_init(&m, boundary, blen) < 0) {
-        mp_free(&m);
+    if (multipart_init(&m, boundary, blen) < 0) {
+        multipart_free(&m);
         return 0;
     }
     feed(&m, p, cut, max, &d);
     feed(&m, p + cut, n - cut, max, &d);
-    int fin = d.state == 2 ? 2 : mp_finish(&m) == 0 ? 1 : 0;
-    mp_free(&m);
+    int fin = d.state == 2 ? 2 : multipart_finish(&m) == 0 ? 1 : 0;
+    multipart_free(&m);
     return hash_bytes(d.h, &fin, sizeof fin);
 }
 

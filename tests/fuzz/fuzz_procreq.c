@@ -1,12 +1,12 @@
 /*
  * fuzz_procreq.c - libFuzzer target: every process.Process request decoder
- * (agent/api/procreq.c) on any input, checked and parsed as rpc.c does
+ * (agent/api/procreq.c) on any input, checked and parsed as connect/rpc.c does
  * (jsoncheck, then cJSON: a handler gets an object). What a decoder
  * accepts must hold together (argv NULL-terminated with a command, envs
  * "NAME=VALUE" with a name, signals in range, a selector with a pid or a
  * tag), and every decoded request frees cleanly whatever the result.
  */
-#include "agent/api/procreq.h"
+#include "agent/api/process/request.h"
 #include "agent/core/err.h"
 #include "agent/core/jsoncheck.h"
 
@@ -17,8 +17,8 @@
 static void check_start(const cJSON *msg)
 {
     char err[ERR_LEN];
-    struct procreq_start r;
-    if (procreq_start(msg, &r, err) == 0) {
+    struct process_request_start r;
+    if (process_request_start(msg, &r, err) == 0) {
         if (!r.argv || !r.argv[0] || !r.argv[0][0]) __builtin_trap();
         for (size_t i = 0; i < r.nenvs; i++) {
             const char *eq = strchr(r.envs[i], '=');
@@ -28,10 +28,10 @@ static void check_start(const cJSON *msg)
     } else if (!err[0]) {
         __builtin_trap();
     }
-    procreq_start_free(&r);
+    process_request_start_free(&r);
 }
 
-static void check_sel(const struct procreq_sel *s)
+static void check_sel(const struct process_request_sel *s)
 {
     if (!s->has_pid && !s->tag) __builtin_trap();
 }
@@ -39,21 +39,21 @@ static void check_sel(const struct procreq_sel *s)
 static void check_others(const cJSON *msg)
 {
     char err[ERR_LEN];
-    struct procreq_sel sel;
-    struct procreq_input in;
-    struct procreq_signal sig;
-    struct procreq_update up;
-    struct procreq_stream st;
-    if (procreq_selector(msg, &sel, err) == 0) check_sel(&sel);
-    if (procreq_input(msg, &in, err) == 0) {
+    struct process_request_sel sel;
+    struct process_request_input in;
+    struct process_request_signal sig;
+    struct process_request_update up;
+    struct process_request_stream st;
+    if (process_request_selector(msg, &sel, err) == 0) check_sel(&sel);
+    if (process_request_input(msg, &in, err) == 0) {
         check_sel(&in.sel);
         if (in.data.len > PROCREQ_INPUT_MAX) __builtin_trap();
     }
-    procreq_input_free(&in);
-    if (procreq_signal(msg, &sig, err) == 0 && (sig.sig < 1 || sig.sig > 64)) __builtin_trap();
-    if (procreq_update(msg, &up, err) == 0) check_sel(&up.sel);
-    if (procreq_stream(msg, &st, err) == 0 && st.kind == PROCREQ_STREAM_START) check_sel(&st.in.sel);
-    procreq_stream_free(&st);
+    process_request_input_free(&in);
+    if (process_request_signal(msg, &sig, err) == 0 && (sig.sig < 1 || sig.sig > 64)) __builtin_trap();
+    if (process_request_update(msg, &up, err) == 0) check_sel(&up.sel);
+    if (process_request_stream(msg, &st, err) == 0 && st.kind == PROCREQ_STREAM_START) check_sel(&st.in.sel);
+    process_request_stream_free(&st);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

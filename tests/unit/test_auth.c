@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/auth.h"
+#include "agent/api/http/auth.h"
 
 #include <string.h>
 

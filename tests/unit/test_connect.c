@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/connect.h"
+#include "agent/api/connect/connect.h"
 
 #include <string.h>
 

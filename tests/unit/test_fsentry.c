@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/fsentry.h"
+#include "agent/api/filesystem/entry.h"
 #include "agent/core/jsonbytes.h"
 
 #include <cJSON.h>
@@ -32,20 +32,20 @@ static void test_permissions(void **s)
         {S_IFREG, "----------"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fsentry_permissions(cases[i].m, p);
+        filesystem_entry_permissions(cases[i].m, p);
         assert_string_equal(p, cases[i].want);
     }
-    assert_string_equal(fsentry_type(S_IFREG), "FILE_TYPE_FILE");
-    assert_string_equal(fsentry_type(S_IFDIR), "FILE_TYPE_DIRECTORY");
+    assert_string_equal(filesystem_entry_type(S_IFREG), "FILE_TYPE_FILE");
+    assert_string_equal(filesystem_entry_type(S_IFDIR), "FILE_TYPE_DIRECTORY");
     /* Never FILE_TYPE_SYMLINK: SDKs before mid-2026 cannot parse it. */
-    assert_string_equal(fsentry_type(S_IFLNK), "FILE_TYPE_UNSPECIFIED");
-    assert_string_equal(fsentry_type(S_IFIFO), "FILE_TYPE_UNSPECIFIED");
+    assert_string_equal(filesystem_entry_type(S_IFLNK), "FILE_TYPE_UNSPECIFIED");
+    assert_string_equal(filesystem_entry_type(S_IFIFO), "FILE_TYPE_UNSPECIFIED");
 }
 
 static void kind_is(mode_t own, const mode_t *target, const char *type, unsigned mode)
 {
-    struct fsentry_kind k;
-    fsentry_kind(own, target, &k);
+    struct filesystem_entry_kind k;
+    filesystem_entry_kind(own, target, &k);
     assert_string_equal(k.type, type);
     assert_int_equal(k.mode, mode);
 }
@@ -80,7 +80,7 @@ static void test_time(void **s)
         struct buf b;
         struct timespec ts = {cases[i].sec, cases[i].ns};
         buf_init(&b, 64);
-        assert_int_equal(fsentry_time(&b, &ts), 0);
+        assert_int_equal(filesystem_entry_time(&b, &ts), 0);
         assert_true(buf_cstr(&b));
         assert_string_equal(b.data, cases[i].want);
         buf_free(&b);
@@ -112,16 +112,16 @@ static void test_names(void **s)
     f = fopen(gr, "w");
     fputs("staff:x:1000:alice\nnoend:x:1001:", f);
     fclose(f);
-    struct fsnames n;
-    fsnames_init(&n, pw, gr);
-    assert_string_equal(fsnames_get(&n, 1000, 0), "alice"); /* the first line wins */
-    assert_string_equal(fsnames_get(&n, 1001, 0), "bob");
-    assert_string_equal(fsnames_get(&n, 1000, 1), "staff");
-    assert_string_equal(fsnames_get(&n, 1001, 1), "noend"); /* a last line without newline */
-    assert_string_equal(fsnames_get(&n, 4242, 0), "4242");
-    assert_string_equal(fsnames_get(&n, 1000, 0), "alice"); /* from the cache */
-    for (unsigned i = 0; i < FSNAMES_CACHE * 2; i++) fsnames_get(&n, 5000 + i, 1); /* the cache wraps */
-    assert_string_equal(fsnames_get(&n, 1000, 1), "staff");
+    struct user_names n;
+    user_names_init(&n, pw, gr);
+    assert_string_equal(user_names_get(&n, 1000, 0), "alice"); /* the first line wins */
+    assert_string_equal(user_names_get(&n, 1001, 0), "bob");
+    assert_string_equal(user_names_get(&n, 1000, 1), "staff");
+    assert_string_equal(user_names_get(&n, 1001, 1), "noend"); /* a last line without newline */
+    assert_string_equal(user_names_get(&n, 4242, 0), "4242");
+    assert_string_equal(user_names_get(&n, 1000, 0), "alice"); /* from the cache */
+    for (unsigned i = 0; i < USER_NAMES_CACHE * 2; i++) user_names_get(&n, 5000 + i, 1); /* the cache wraps */
+    assert_string_equal(user_names_get(&n, 1000, 1), "staff");
     unlink(pw);
     unlink(gr);
 }
@@ -138,11 +138,11 @@ static void test_entry(void **s)
     chmod(path, 0640);
     int have_xattr = setxattr(path, "user.e2b.k", "v\xff", 2, 0) == 0;
     assert_int_equal(symlink("fi\nle", link), 0);
-    struct fsnames n;
-    fsnames_init(&n, "/nonexistent", "/nonexistent");
+    struct user_names n;
+    user_names_init(&n, "/nonexistent", "/nonexistent");
     struct buf b;
     buf_init(&b, 1 << 16);
-    assert_int_equal(fsentry_stat_json(&b, path, &n), 0);
+    assert_int_equal(filesystem_entry_stat_json(&b, path, &n), 0);
     assert_true(buf_cstr(&b));
     if (have_xattr) assert_non_null(strstr(b.data, "\"metadata\": {\"k\": \"v\\udcff\"}"));
     cJSON *e = parse(&b);
@@ -156,7 +156,7 @@ static void test_entry(void **s)
     assert_string_equal(cJSON_GetObjectItem(e, "owner")->valuestring, uid); /* no passwd: the number */
     cJSON_Delete(e);
     buf_reset(&b);
-    assert_int_equal(fsentry_stat_json(&b, link, &n), 0);
+    assert_int_equal(filesystem_entry_stat_json(&b, link, &n), 0);
     e = parse(&b);
     assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "FILE_TYPE_FILE"); /* its target's */
     assert_string_equal(cJSON_GetObjectItem(e, "symlinkTarget")->valuestring, path);
@@ -165,7 +165,7 @@ static void test_entry(void **s)
     cJSON_Delete(e);
     unlink(path);
     buf_reset(&b);
-    assert_int_equal(fsentry_stat_json(&b, link, &n), 0); /* dangling: its text, made absolute */
+    assert_int_equal(filesystem_entry_stat_json(&b, link, &n), 0); /* dangling: its text, made absolute */
     e = parse(&b);
     assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "FILE_TYPE_UNSPECIFIED");
     assert_string_equal(cJSON_GetObjectItem(e, "symlinkTarget")->valuestring, path);
@@ -175,13 +175,13 @@ static void test_entry(void **s)
     /* A link to a directory is a DIRECTORY. */
     assert_int_equal(symlink(dir, link), 0);
     buf_reset(&b);
-    assert_int_equal(fsentry_stat_json(&b, link, &n), 0);
+    assert_int_equal(filesystem_entry_stat_json(&b, link, &n), 0);
     e = parse(&b);
     assert_string_equal(cJSON_GetObjectItem(e, "type")->valuestring, "FILE_TYPE_DIRECTORY");
     assert_string_equal(cJSON_GetObjectItem(e, "symlinkTarget")->valuestring, dir);
     cJSON_Delete(e);
     unlink(link);
-    assert_int_equal(fsentry_stat_json(&b, link, &n), -1);
+    assert_int_equal(filesystem_entry_stat_json(&b, link, &n), -1);
     buf_free(&b);
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_fsjob.c - helper processes (agent/api/fsjob.c): a collected frame,
+ * test_fsjob.c - helper processes (agent/api/asuser_job.c): a collected frame,
  * a helper that dies without one or says too much, the raw pipe, the fds a
  * helper keeps (and those it must not), detach and cancel, and (as root)
  * acting as another user.
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/fsjob.h"
+#include "agent/api/asuser/job.h"
 #include "agent/core/err.h"
 #include "agent/core/sig.h"
 #include "agent/core/spawn.h"
@@ -58,42 +58,42 @@ static void run_until_idle(void)
     ev_timer t;
     ev_timer_init(&t, on_deadline, 10, 0);
     ev_timer_start(loop, &t);
-    while (fsjob_running()) ev_run(loop, EVRUN_ONCE);
+    while (asuser_job_running()) ev_run(loop, EVRUN_ONCE);
     ev_timer_stop(loop, &t);
 }
 
-static struct fsjob *start(fsjob_fn fn, void *arg, const struct user_info *u, int in0)
+static struct asuser_job *start(asuser_job_fn fn, void *arg, const struct user_info *u, int in0)
 {
     char err[ERR_LEN];
-    struct fsjob_opts o = {.user = u, .fn = fn, .arg = arg, .in_fds = {in0, -1}, .nin = in0 >= 0};
+    struct asuser_job_opts o = {.user = u, .fn = fn, .arg = arg, .in_fds = {in0, -1}, .nin = in0 >= 0};
     memset(&r, 0, sizeof r);
-    struct fsjob *j = fsjob_start(loop, &o, err);
+    struct asuser_job *j = asuser_job_start(loop, &o, err);
     assert_non_null(j);
     return j;
 }
 
-static int reply_hello(void *arg) { return fsjob_reply(7, "hello", 5) < 0; }
+static int reply_hello(void *arg) { return asuser_job_reply(7, "hello", 5) < 0; }
 static int reply_nothing(void *arg) { return 3; }
 static int reply_big(void *arg)
 {
     static char big[100000];
-    return fsjob_reply(0, big, sizeof big) < 0;
+    return asuser_job_reply(0, big, sizeof big) < 0;
 }
 
 static void test_collect(void **s)
 {
     (void)s;
-    fsjob_collect(start(reply_hello, NULL, NULL, -1), 100, on_done, NULL);
+    asuser_job_collect(start(reply_hello, NULL, NULL, -1), 100, on_done, NULL);
     run_until(&r.done);
     assert_int_equal(r.status, 7);
     assert_string_equal(r.data, "hello");
-    fsjob_collect(start(reply_nothing, NULL, NULL, -1), 100, on_done, NULL);
+    asuser_job_collect(start(reply_nothing, NULL, NULL, -1), 100, on_done, NULL);
     run_until(&r.done);
-    assert_int_equal(r.status, FSJOB_FAILED);
+    assert_int_equal(r.status, ASUSER_JOB_FAILED);
     assert_non_null(strstr(r.data, "without a result (exit status 3)"));
-    fsjob_collect(start(reply_big, NULL, NULL, -1), 1000, on_done, NULL);
+    asuser_job_collect(start(reply_big, NULL, NULL, -1), 1000, on_done, NULL);
     run_until(&r.done);
-    assert_int_equal(r.status, FSJOB_FAILED);
+    assert_int_equal(r.status, ASUSER_JOB_FAILED);
     run_until_idle();
 }
 
@@ -101,11 +101,11 @@ static void test_collect(void **s)
 static int echo_input(void *arg)
 {
     char in[64];
-    ssize_t n = read(FSJOB_IN_FD0, in, sizeof in);
+    ssize_t n = read(ASUSER_JOB_IN_FD0, in, sizeof in);
     int closed = fcntl(*(int *)arg, F_GETFD) < 0 && errno == EBADF;
     char out[128];
     int k = snprintf(out, sizeof out, "%.*s %s", (int)(n > 0 ? n : 0), in, closed ? "closed" : "OPEN");
-    return fsjob_reply(0, out, (size_t)k) < 0;
+    return asuser_job_reply(0, out, (size_t)k) < 0;
 }
 
 static void test_fds(void **s)
@@ -116,9 +116,9 @@ static void test_fds(void **s)
     assert_int_equal(pipe2(other, O_CLOEXEC), 0);
     assert_int_equal(write(in[1], "data", 4), 4);
     close(in[1]);
-    struct fsjob *j = start(echo_input, &other[1], NULL, in[0]);
+    struct asuser_job *j = start(echo_input, &other[1], NULL, in[0]);
     close(in[0]);
-    fsjob_collect(j, 100, on_done, NULL);
+    asuser_job_collect(j, 100, on_done, NULL);
     run_until(&r.done);
     assert_string_equal(r.data, "data closed"); /* another pipe's end never reaches a helper */
     close(other[0]);
@@ -128,26 +128,26 @@ static void test_fds(void **s)
 
 static int raw_bytes(void *arg)
 {
-    return write(FSJOB_OUT_FD, "raw!", 4) != 4;
+    return write(ASUSER_JOB_OUT_FD, "raw!", 4) != 4;
 }
 
 static void test_raw(void **s)
 {
     (void)s;
-    struct fsjob *j = start(raw_bytes, NULL, NULL, -1);
-    fsjob_on_exit(j, on_exit_cb, NULL);
+    struct asuser_job *j = start(raw_bytes, NULL, NULL, -1);
+    asuser_job_on_exit(j, on_exit_cb, NULL);
     run_until(&r.exited);
     char b[8];
-    assert_int_equal(read(fsjob_fd(j), b, sizeof b), 4);
+    assert_int_equal(read(asuser_job_fd(j), b, sizeof b), 4);
     assert_memory_equal(b, "raw!", 4);
-    fsjob_detach(j);
+    asuser_job_detach(j);
     run_until_idle();
 }
 
 static int wait_input(void *arg)
 {
     char c;
-    return (int)read(FSJOB_IN_FD0, &c, 1);
+    return (int)read(ASUSER_JOB_IN_FD0, &c, 1);
 }
 
 static int forever(void *arg)
@@ -161,14 +161,14 @@ static void test_detach_and_cancel(void **s)
     (void)s;
     int in[2];
     assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-    struct fsjob *j = start(wait_input, NULL, NULL, in[0]);
+    struct asuser_job *j = start(wait_input, NULL, NULL, in[0]);
     close(in[0]);
-    fsjob_collect(j, 100, on_done, NULL);
-    fsjob_detach(j); /* done never runs; the record goes once reaped */
+    asuser_job_collect(j, 100, on_done, NULL);
+    asuser_job_detach(j); /* done never runs; the record goes once reaped */
     close(in[1]);
     run_until_idle();
     assert_false(r.done);
-    fsjob_cancel(start(forever, NULL, NULL, -1));
+    asuser_job_cancel(start(forever, NULL, NULL, -1));
     run_until_idle();
 }
 
@@ -176,7 +176,7 @@ static int who(void *arg)
 {
     char out[64];
     int k = snprintf(out, sizeof out, "%u %u", (unsigned)geteuid(), (unsigned)getegid());
-    return fsjob_reply(0, out, (size_t)k) < 0;
+    return asuser_job_reply(0, out, (size_t)k) < 0;
 }
 
 static void test_user(void **s)
@@ -184,7 +184,7 @@ static void test_user(void **s)
     (void)s;
     if (geteuid() != 0) skip();
     struct user_info u = {.uid = 65534, .gid = 65534, .ngroups = 1, .groups = {65534}, .name = "nobody"};
-    fsjob_collect(start(who, NULL, &u, -1), 100, on_done, NULL);
+    asuser_job_collect(start(who, NULL, &u, -1), 100, on_done, NULL);
     run_until(&r.done);
     assert_string_equal(r.data, "65534 65534");
     run_until_idle();

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/fspath.h"
+#include "agent/api/asuser/path.h"
 
 #include <string.h>
 
@@ -16,8 +16,8 @@ static const char *resolve(const char *home, const char *path)
 {
     const char *why = NULL;
     buf_free(&b);
-    buf_init(&b, FSPATH_MAX);
-    if (fspath_resolve(home, path, &b, &why) < 0) return why;
+    buf_init(&b, ASUSER_PATH_MAX);
+    if (asuser_path_resolve(home, path, &b, &why) < 0) return why;
     return b.data;
 }
 
@@ -43,13 +43,13 @@ static void test_clean_and_base(void **s)
 {
     (void)s;
     char p[] = "//a/./b/../../c/d/..";
-    fspath_clean(p);
+    asuser_path_clean(p);
     assert_string_equal(p, "/c");
     char q[] = "/";
-    fspath_clean(q);
+    asuser_path_clean(q);
     assert_string_equal(q, "/");
-    assert_string_equal(fspath_base("/a/b"), "b");
-    assert_string_equal(fspath_base("/"), "/");
+    assert_string_equal(asuser_path_base("/a/b"), "b");
+    assert_string_equal(asuser_path_base("/"), "/");
 }
 
 int main(void)

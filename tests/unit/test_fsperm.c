@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/fsperm.h"
+#include "agent/api/asuser/perm.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -23,11 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RX (FSPERM_R | FSPERM_X)
+#define RX (ASUSER_PERM_R | ASUSER_PERM_X)
 
-static struct fsperm_who who(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
+static struct asuser_who who(uid_t uid, gid_t gid, const gid_t *groups, size_t n)
 {
-    struct fsperm_who w;
+    struct asuser_who w;
     memset(&w, 0, sizeof w);
     w.uid = uid;
     w.gid = gid;
@@ -40,28 +40,28 @@ static void test_mode_bits(void **s)
 {
     (void)s;
     gid_t extra[] = {100, 200};
-    struct fsperm_who u = who(1000, 1000, extra, 2);
+    struct asuser_who u = who(1000, 1000, extra, 2);
     mode_t dir = S_IFDIR;
     /* The owner's bits, whatever the others'. */
-    assert_true(fsperm_allows(&u, dir | 0700, 1000, 0, NULL, 0, RX));
-    assert_false(fsperm_allows(&u, dir | 0077, 1000, 0, NULL, 0, RX));
-    assert_false(fsperm_allows(&u, dir | 0500 | 0077, 1000, 0, NULL, 0, FSPERM_W));
+    assert_true(asuser_perm_allows(&u, dir | 0700, 1000, 0, NULL, 0, RX));
+    assert_false(asuser_perm_allows(&u, dir | 0077, 1000, 0, NULL, 0, RX));
+    assert_false(asuser_perm_allows(&u, dir | 0500 | 0077, 1000, 0, NULL, 0, ASUSER_PERM_W));
     /* A member: the group's bits, even when the others' grant more. */
-    assert_true(fsperm_allows(&u, dir | 0750, 0, 1000, NULL, 0, RX));
-    assert_true(fsperm_allows(&u, dir | 0750, 0, 200, NULL, 0, RX)); /* supplementary */
-    assert_false(fsperm_allows(&u, dir | 0705, 0, 100, NULL, 0, RX));
-    assert_false(fsperm_allows(&u, dir | 0740, 0, 100, NULL, 0, RX)); /* read, no search */
+    assert_true(asuser_perm_allows(&u, dir | 0750, 0, 1000, NULL, 0, RX));
+    assert_true(asuser_perm_allows(&u, dir | 0750, 0, 200, NULL, 0, RX)); /* supplementary */
+    assert_false(asuser_perm_allows(&u, dir | 0705, 0, 100, NULL, 0, RX));
+    assert_false(asuser_perm_allows(&u, dir | 0740, 0, 100, NULL, 0, RX)); /* read, no search */
     /* Anyone else: the others' bits. */
-    assert_true(fsperm_allows(&u, dir | 0705, 0, 0, NULL, 0, RX));
-    assert_false(fsperm_allows(&u, dir | 0770, 0, 0, NULL, 0, RX));
-    assert_false(fsperm_allows(&u, dir | 0704, 0, 0, NULL, 0, RX));
-    assert_true(fsperm_allows(&u, S_IFREG | 0604, 0, 0, NULL, 0, FSPERM_R));
+    assert_true(asuser_perm_allows(&u, dir | 0705, 0, 0, NULL, 0, RX));
+    assert_false(asuser_perm_allows(&u, dir | 0770, 0, 0, NULL, 0, RX));
+    assert_false(asuser_perm_allows(&u, dir | 0704, 0, 0, NULL, 0, RX));
+    assert_true(asuser_perm_allows(&u, S_IFREG | 0604, 0, 0, NULL, 0, ASUSER_PERM_R));
     /* Root: everything, but execute a file no one may. */
-    struct fsperm_who r = who(0, 0, NULL, 0);
-    assert_true(fsperm_allows(&r, dir | 0000, 1000, 1000, NULL, 0, RX | FSPERM_W));
-    assert_true(fsperm_allows(&r, S_IFREG | 0000, 1000, 1000, NULL, 0, FSPERM_R));
-    assert_false(fsperm_allows(&r, S_IFREG | 0600, 1000, 1000, NULL, 0, FSPERM_X));
-    assert_true(fsperm_allows(&r, S_IFREG | 0001, 1000, 1000, NULL, 0, FSPERM_X));
+    struct asuser_who r = who(0, 0, NULL, 0);
+    assert_true(asuser_perm_allows(&r, dir | 0000, 1000, 1000, NULL, 0, RX | ASUSER_PERM_W));
+    assert_true(asuser_perm_allows(&r, S_IFREG | 0000, 1000, 1000, NULL, 0, ASUSER_PERM_R));
+    assert_false(asuser_perm_allows(&r, S_IFREG | 0600, 1000, 1000, NULL, 0, ASUSER_PERM_X));
+    assert_true(asuser_perm_allows(&r, S_IFREG | 0001, 1000, 1000, NULL, 0, ASUSER_PERM_X));
 }
 
 /* An ACL value: the version, then (tag, perm, id) entries, little-endian. */
@@ -106,45 +106,45 @@ static void test_acl(void **s)
 {
     (void)s;
     gid_t g300[] = {300};
-    struct fsperm_who u = who(1000, 1000, g300, 1), other = who(2000, 2000, NULL, 0);
+    struct asuser_who u = who(1000, 1000, g300, 1), other = who(2000, 2000, NULL, 0);
     mode_t dir = S_IFDIR | 0750; /* the group class: the mask */
     struct acl a;
     /* A named user: its entry, limited by the mask. */
     acl_of(&a, 1000, 5, 0, 999, 0, 5, 0);
-    assert_true(fsperm_allows(&u, dir, 0, 0, a.b, a.n, RX));
+    assert_true(asuser_perm_allows(&u, dir, 0, 0, a.b, a.n, RX));
     acl_of(&a, 1000, 7, 0, 999, 0, 4, 0);
-    assert_false(fsperm_allows(&u, dir, 0, 0, a.b, a.n, RX));
+    assert_false(asuser_perm_allows(&u, dir, 0, 0, a.b, a.n, RX));
     acl_of(&a, 1000, 5, 0, 999, 0, -1, 0); /* no mask: unlimited */
-    assert_true(fsperm_allows(&u, dir, 0, 0, a.b, a.n, RX));
+    assert_true(asuser_perm_allows(&u, dir, 0, 0, a.b, a.n, RX));
     /* A named user refused what the others' entry grants. */
     acl_of(&a, 1000, 0, 5, 999, 5, 5, 5);
-    assert_false(fsperm_allows(&u, S_IFDIR | 0755, 0, 0, a.b, a.n, RX));
-    assert_true(fsperm_allows(&other, S_IFDIR | 0755, 0, 0, a.b, a.n, RX));
+    assert_false(asuser_perm_allows(&u, S_IFDIR | 0755, 0, 0, a.b, a.n, RX));
+    assert_true(asuser_perm_allows(&other, S_IFDIR | 0755, 0, 0, a.b, a.n, RX));
     /* The owner: the owner's bits, the ACL is not read. */
-    assert_true(fsperm_allows(&u, S_IFDIR | 0700, 1000, 0, a.b, a.n, RX));
+    assert_true(asuser_perm_allows(&u, S_IFDIR | 0700, 1000, 0, a.b, a.n, RX));
     /* A named group the user is in; the owning group; matching without
      * granting, then the others' entry does not apply. */
     acl_of(&a, 4000, 0, 0, 300, 5, 7, 0);
-    assert_true(fsperm_allows(&u, dir, 0, 0, a.b, a.n, RX));
+    assert_true(asuser_perm_allows(&u, dir, 0, 0, a.b, a.n, RX));
     acl_of(&a, 4000, 0, 5, 999, 0, 7, 0);
-    assert_true(fsperm_allows(&u, dir, 0, 1000, a.b, a.n, RX));
+    assert_true(asuser_perm_allows(&u, dir, 0, 1000, a.b, a.n, RX));
     acl_of(&a, 4000, 0, 4, 300, 1, 7, 5);
-    assert_false(fsperm_allows(&u, dir, 0, 1000, a.b, a.n, RX));
-    assert_true(fsperm_allows(&other, dir, 0, 1000, a.b, a.n, RX));
+    assert_false(asuser_perm_allows(&u, dir, 0, 1000, a.b, a.n, RX));
+    assert_true(asuser_perm_allows(&other, dir, 0, 1000, a.b, a.n, RX));
     /* No bit in the group class: the kernel does not read the ACL. */
     acl_of(&a, 1000, 0, 0, 999, 0, 0, 5);
-    assert_true(fsperm_allows(&u, S_IFDIR | 0705, 0, 0, a.b, a.n, RX));
+    assert_true(asuser_perm_allows(&u, S_IFDIR | 0705, 0, 0, a.b, a.n, RX));
     /* Malformed: refused. */
-    assert_int_equal(fsperm_acl(&u, 0, a.b, 3, RX), -1);
-    assert_int_equal(fsperm_acl(&u, 0, a.b, a.n - 1, RX), -1);
+    assert_int_equal(asuser_perm_acl(&u, 0, a.b, 3, RX), -1);
+    assert_int_equal(asuser_perm_acl(&u, 0, a.b, a.n - 1, RX), -1);
     a.b[0] = 1;
-    assert_int_equal(fsperm_acl(&u, 0, a.b, a.n, RX), -1);
-    assert_false(fsperm_allows(&u, dir, 0, 0, a.b, a.n, RX));
+    assert_int_equal(asuser_perm_acl(&u, 0, a.b, a.n, RX), -1);
+    assert_false(asuser_perm_allows(&u, dir, 0, 0, a.b, a.n, RX));
     acl_init(&a);
     acl_add(&a, USER_OBJ, 7, ANY);
-    assert_int_equal(fsperm_acl(&u, 0, a.b, a.n, RX), -1); /* no other entry */
+    assert_int_equal(asuser_perm_acl(&u, 0, a.b, a.n, RX), -1); /* no other entry */
     acl_add(&a, 0x40, 7, ANY);
-    assert_int_equal(fsperm_acl(&u, 0, a.b, a.n, RX), -1); /* an unknown tag */
+    assert_int_equal(asuser_perm_acl(&u, 0, a.b, a.n, RX), -1); /* an unknown tag */
 }
 
 static void test_who_of(void **s)
@@ -157,8 +157,8 @@ static void test_who_of(void **s)
     ui->ngroups = 2;
     ui->groups[0] = 8;
     ui->groups[1] = 9;
-    struct fsperm_who w;
-    fsperm_who_of(ui, &w);
+    struct asuser_who w;
+    asuser_perm_who_of(ui, &w);
     assert_int_equal(w.uid, 7);
     assert_int_equal(w.gid, 8);
     assert_int_equal(w.ngroups, 2);
@@ -187,13 +187,13 @@ static void ln(const char *text, const char *rel)
     assert_int_equal(symlink(text, p), 0);
 }
 
-/* fsperm_resolve of dir/rel for w: 0 and the path (relative to dir) in
+/* asuser_perm_resolve of dir/rel for w: 0 and the path (relative to dir) in
  * *got, or -1 and errno. */
-static int resolve(const struct fsperm_who *w, const char *rel, char *got)
+static int resolve(const struct asuser_who *w, const char *rel, char *got)
 {
     char p[PATH_MAX], out[PATH_MAX];
     at(p, rel);
-    if (fsperm_resolve(w, p, out, sizeof out) < 0) return -1;
+    if (asuser_perm_resolve(w, p, out, sizeof out) < 0) return -1;
     size_t dl = strlen(dir);
     assert_memory_equal(out, dir, dl);
     strcpy(got, out[dl] ? out + dl + 1 : "");
@@ -203,7 +203,7 @@ static int resolve(const struct fsperm_who *w, const char *rel, char *got)
 static void test_resolve(void **s)
 {
     (void)s;
-    struct fsperm_who u = who(1000, 1000, NULL, 0), r = who(0, 0, NULL, 0);
+    struct asuser_who u = who(1000, 1000, NULL, 0), r = who(0, 0, NULL, 0);
     char got[PATH_MAX];
     mk("open", 0755);
     mk("open/sub", 0755);
@@ -244,7 +244,7 @@ static void test_resolve(void **s)
     assert_int_equal(errno, EACCES);
     assert_int_equal(lchown(p, 1000, 1000), 0); /* u's own */
     assert_int_equal(resolve(&u, "sticky/link", got), 0);
-    assert_int_equal(fsperm_resolve(&u, "relative", got, sizeof got), -1);
+    assert_int_equal(asuser_perm_resolve(&u, "relative", got, sizeof got), -1);
     assert_int_equal(errno, EINVAL);
 }
 

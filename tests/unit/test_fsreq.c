@@ -1,5 +1,5 @@
 /*
- * test_fsreq.c - filesystem request messages (agent/api/fsreq.c): both JSON
+ * test_fsreq.c - filesystem request messages (agent/api/filesystem_request.c): both JSON
  * names, defaults, uint32 as number or string, wrong types refused.
  */
 #include <setjmp.h>
@@ -7,17 +7,17 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/fsreq.h"
+#include "agent/api/filesystem/request.h"
 
 #include <string.h>
 
-static int decode(enum fsreq_kind k, const char *json, struct fsreq *r)
+static int decode(enum filesystem_request_kind k, const char *json, struct filesystem_request *r)
 {
     static cJSON *msg;
     const char *why = NULL;
     cJSON_Delete(msg);
     msg = cJSON_Parse(json);
-    int rc = fsreq_decode(k, msg, r, &why);
+    int rc = filesystem_request_decode(k, msg, r, &why);
     if (rc < 0) assert_non_null(why);
     return rc;
 }
@@ -25,7 +25,7 @@ static int decode(enum fsreq_kind k, const char *json, struct fsreq *r)
 static void test_decode(void **s)
 {
     (void)s;
-    struct fsreq r;
+    struct filesystem_request r;
     assert_int_equal(decode(FSREQ_PATH, "{\"path\": \"a/b\", \"unknown\": [1]}", &r), 0);
     assert_string_equal(r.path, "a/b");
     assert_int_equal(decode(FSREQ_PATH, "{}", &r), 0);

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/gz.h"
+#include "agent/api/rest/gz.h"
 #include "agent/core/buf.h"
 
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/hparam.h"
+#include "agent/api/http/hparam.h"
 
 #include <string.h>
 

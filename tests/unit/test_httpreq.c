@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/httpreq.h"
+#include "agent/api/http/httpreq.h"
 #include "agent/core/protocol.h"
 
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/listen.h"
+#include "agent/api/http/listen.h"
 #include "agent/core/err.h"
 #include "agent/core/protocol.h"
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/multipart.h"
+#include "agent/api/rest/multipart.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +20,8 @@ enum { GOING, DONE, ERR };
 static void feed(struct mp *m, const char *p, size_t k, size_t max, struct buf *out, int *state)
 {
     while (k > 0 && *state != ERR) {
-        struct mp_out o;
-        size_t used = mp_feed(m, p, k, max, &o);
+        struct multipart_out o;
+        size_t used = multipart_feed(m, p, k, max, &o);
         assert_true(used <= k);
         p += used;
         k -= used;
@@ -50,13 +50,13 @@ static void parse(const char *boundary, const char *body, size_t n, size_t cut, 
 {
     struct mp m;
     int state = GOING;
-    assert_int_equal(mp_init(&m, boundary, strlen(boundary)), 0);
+    assert_int_equal(multipart_init(&m, boundary, strlen(boundary)), 0);
     feed(&m, body, cut, max, out, &state);
     feed(&m, body + cut, n - cut, max, out, &state);
     if (state == ERR) buf_puts(out, "ERR");
-    else if (mp_finish(&m) == 0) buf_puts(out, "DONE");
+    else if (multipart_finish(&m) == 0) buf_puts(out, "DONE");
     else buf_puts(out, "CUT");
-    mp_free(&m);
+    multipart_free(&m);
 }
 
 /* Merge adjacent data pieces, so results of different splits compare. */
@@ -139,13 +139,13 @@ static void test_filenames(void **s)
            "Pfile|sn\xe2\x98\x83w\nline;E;DONE");
     struct mp m;
     const char *body = "--B\r\nContent-Disposition: form-data; name=file; filename*=x''a%00b\r\n\r\n";
-    struct mp_out o;
-    assert_int_equal(mp_init(&m, "B", 1), 0);
-    mp_feed(&m, body, strlen(body), 100, &o);
+    struct multipart_out o;
+    assert_int_equal(multipart_init(&m, "B", 1), 0);
+    multipart_feed(&m, body, strlen(body), 100, &o);
     assert_int_equal(o.ev, MP_PART);
     assert_int_equal(m.filename_len, 3);
     assert_true(m.filename_nul);
-    mp_free(&m);
+    multipart_free(&m);
 }
 
 static void test_malformed(void **s)
@@ -173,21 +173,21 @@ static void test_boundaries_and_content_type(void **s)
     (void)s;
     struct mp m;
     char b[MP_BOUNDARY_MAX + 1];
-    assert_int_equal(mp_init(&m, "", 0), -1);
-    assert_int_equal(mp_init(&m, "a\rb", 3), -1);
-    assert_int_equal(mp_init(&m, "ends with space ", 16), -1);
+    assert_int_equal(multipart_init(&m, "", 0), -1);
+    assert_int_equal(multipart_init(&m, "a\rb", 3), -1);
+    assert_int_equal(multipart_init(&m, "ends with space ", 16), -1);
     char long_b[80];
     memset(long_b, 'x', sizeof long_b);
-    assert_int_equal(mp_init(&m, long_b, 71), -1);
-    assert_int_equal(mp_init(&m, long_b, 70), 0);
-    mp_free(&m);
-    assert_int_equal(mp_content_type("multipart/form-data; boundary=----formdata-undici-012", b), 23);
+    assert_int_equal(multipart_init(&m, long_b, 71), -1);
+    assert_int_equal(multipart_init(&m, long_b, 70), 0);
+    multipart_free(&m);
+    assert_int_equal(multipart_content_type("multipart/form-data; boundary=----formdata-undici-012", b), 23);
     assert_string_equal(b, "----formdata-undici-012");
-    assert_int_equal(mp_content_type(" Multipart/Form-Data ; charset=x; boundary=\"q b\"", b), 3);
+    assert_int_equal(multipart_content_type(" Multipart/Form-Data ; charset=x; boundary=\"q b\"", b), 3);
     assert_string_equal(b, "q b");
-    assert_int_equal(mp_content_type("multipart/form-data", b), -1);
-    assert_int_equal(mp_content_type("application/octet-stream", b), 0);
-    assert_int_equal(mp_content_type(NULL, b), 0);
+    assert_int_equal(multipart_content_type("multipart/form-data", b), -1);
+    assert_int_equal(multipart_content_type("application/octet-stream", b), 0);
+    assert_int_equal(multipart_content_type(NULL, b), 0);
 }
 
 int main(void)

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/outq.h"
+#include "agent/api/http/outq.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/procev.h"
+#include "agent/api/process/event.h"
 
 #include <string.h>
 
@@ -17,31 +17,31 @@ static void test_events(void **st)
     (void)st;
     struct buf b;
     buf_init(&b, 4096);
-    assert_int_equal(procev_start(&b, 42), 0);
+    assert_int_equal(process_event_start(&b, 42), 0);
     assert_string_equal(buf_cstr(&b), "{\"event\": {\"start\": {\"pid\": 42}}}");
     buf_reset(&b);
-    assert_int_equal(procev_data(&b, PROC_STDERR, "hi\n", 3, 0, 0), 0);
+    assert_int_equal(process_event_data(&b, PROC_STDERR, "hi\n", 3, 0, 0), 0);
     assert_string_equal(buf_cstr(&b), "{\"event\": {\"data\": {\"stderr\": \"aGkK\"}}}");
     buf_reset(&b);
-    assert_int_equal(procev_data(&b, PROC_PTY, "\xff", 1, 1, 123456789012ull), 0);
+    assert_int_equal(process_event_data(&b, PROC_PTY, "\xff", 1, 1, 123456789012ull), 0);
     assert_string_equal(buf_cstr(&b), "{\"event\": {\"data\": {\"pty\": \"/w==\"}}, \"offset\": 123456789012}");
     buf_reset(&b);
-    assert_int_equal(procev_keepalive(&b), 0);
+    assert_int_equal(process_event_keepalive(&b), 0);
     assert_string_equal(buf_cstr(&b), "{\"event\": {\"keepalive\": {}}}");
     buf_reset(&b);
     struct proc_end e = {.exited = 1, .exit_code = 0, .status = "exit status 0", .error = ""};
-    assert_int_equal(procev_end(&b, &e), 0);
+    assert_int_equal(process_event_end(&b, &e), 0);
     assert_string_equal(buf_cstr(&b), "{\"event\": {\"end\": {\"exitCode\": 0, \"exited\": true, "
                                       "\"status\": \"exit status 0\"}}}");
     buf_reset(&b);
     struct proc_end k = {.exited = 0, .exit_code = -1, .status = "signal: killed", .error = "signal: killed"};
-    assert_int_equal(procev_end(&b, &k), 0);
+    assert_int_equal(process_event_end(&b, &k), 0);
     assert_string_equal(buf_cstr(&b), "{\"event\": {\"end\": {\"exitCode\": -1, \"exited\": false, "
                                       "\"status\": \"signal: killed\", \"error\": \"signal: killed\"}}}");
     /* Past the bound: -1, never a partial promise. */
     struct buf small;
     buf_init(&small, 8);
-    assert_int_equal(procev_data(&small, PROC_STDOUT, "abcdef", 6, 0, 0), -1);
+    assert_int_equal(process_event_data(&small, PROC_STDOUT, "abcdef", 6, 0, 0), -1);
     buf_free(&small);
     buf_free(&b);
 }

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/procreq.h"
+#include "agent/api/process/request.h"
 #include "agent/core/err.h"
 
 #include <signal.h>
@@ -30,8 +30,8 @@ static void test_start_as_the_sdk_sends_it(void **st)
 {
     (void)st;
     char err[ERR_LEN];
-    struct procreq_start r;
-    assert_int_equal(procreq_start(parse("{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-l\",\"-c\","
+    struct process_request_start r;
+    assert_int_equal(process_request_start(parse("{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-l\",\"-c\","
                                          "\"echo hi\"],\"envs\":{\"FOO\":\"bar\",\"E\":\"\"},"
                                          "\"cwd\":\"/tmp\"},\"stdin\":false}"),
                                    &r, err),
@@ -47,9 +47,9 @@ static void test_start_as_the_sdk_sends_it(void **st)
     assert_int_equal(r.stdin_pipe, 0);
     assert_int_equal(r.pty, 0);
     assert_null(r.tag);
-    procreq_start_free(&r);
+    process_request_start_free(&r);
     /* A pty, a tag, a timeout; stdin is the pty's. */
-    assert_int_equal(procreq_start(parse("{\"process\":{\"cmd\":\"sh\"},\"pty\":{\"size\":{\"cols\":80,"
+    assert_int_equal(process_request_start(parse("{\"process\":{\"cmd\":\"sh\"},\"pty\":{\"size\":{\"cols\":80,"
                                          "\"rows\":\"24\"}},\"tag\":\"t\",\"timeout\":\"1.5\","
                                          "\"stdin\":true,\"other\":[1]}"),
                                    &r, err),
@@ -61,9 +61,9 @@ static void test_start_as_the_sdk_sends_it(void **st)
     assert_string_equal(r.tag, "t");
     assert_true(r.timeout == 1.5);
     assert_null(r.argv[1]);
-    procreq_start_free(&r);
+    process_request_start_free(&r);
     /* stdin absent: a pipe, as envd; nulls are defaults. */
-    assert_int_equal(procreq_start(parse("{\"process\":{\"cmd\":\"cat\",\"args\":null,\"envs\":null,"
+    assert_int_equal(process_request_start(parse("{\"process\":{\"cmd\":\"cat\",\"args\":null,\"envs\":null,"
                                          "\"cwd\":null},\"pty\":null,\"timeout\":2}"),
                                    &r, err),
                      0);
@@ -71,16 +71,16 @@ static void test_start_as_the_sdk_sends_it(void **st)
     assert_null(r.cwd);
     assert_int_equal(r.nenvs, 0);
     assert_true(r.timeout == 2.0);
-    procreq_start_free(&r);
+    process_request_start_free(&r);
 }
 
 static void refused_start(const char *json, const char *word)
 {
     char err[ERR_LEN];
-    struct procreq_start r;
-    assert_int_equal(procreq_start(parse(json), &r, err), -1);
+    struct process_request_start r;
+    assert_int_equal(process_request_start(parse(json), &r, err), -1);
     if (!strstr(err, word)) fail_msg("'%s' does not name '%s' for %s", err, word, json);
-    procreq_start_free(&r);
+    process_request_start_free(&r);
 }
 
 static void test_start_refusals(void **st)
@@ -111,68 +111,68 @@ static void test_selector(void **st)
 {
     (void)st;
     char err[ERR_LEN];
-    struct procreq_sel s;
-    assert_int_equal(procreq_selector(parse("{\"process\":{\"pid\":4294967295}}"), &s, err), 0);
+    struct process_request_sel s;
+    assert_int_equal(process_request_selector(parse("{\"process\":{\"pid\":4294967295}}"), &s, err), 0);
     assert_true(s.has_pid && s.pid == 4294967295u && !s.tag);
-    assert_int_equal(procreq_selector(parse("{\"process\":{\"pid\":\"17\",\"tag\":\"x\"}}"), &s, err), 0);
+    assert_int_equal(process_request_selector(parse("{\"process\":{\"pid\":\"17\",\"tag\":\"x\"}}"), &s, err), 0);
     assert_true(s.has_pid && s.pid == 17 && !s.tag); /* a oneof: the pid wins */
-    assert_int_equal(procreq_selector(parse("{\"process\":{\"tag\":\"x\"}}"), &s, err), 0);
+    assert_int_equal(process_request_selector(parse("{\"process\":{\"tag\":\"x\"}}"), &s, err), 0);
     assert_true(!s.has_pid && !strcmp(s.tag, "x"));
-    assert_int_equal(procreq_selector(parse("{}"), &s, err), -1);
-    assert_int_equal(procreq_selector(parse("{\"process\":{}}"), &s, err), -1);
+    assert_int_equal(process_request_selector(parse("{}"), &s, err), -1);
+    assert_int_equal(process_request_selector(parse("{\"process\":{}}"), &s, err), -1);
     assert_non_null(strstr(err, "pid"));
-    assert_int_equal(procreq_selector(parse("{\"process\":{\"pid\":4294967296}}"), &s, err), -1);
-    assert_int_equal(procreq_selector(parse("{\"process\":{\"pid\":\"-1\"}}"), &s, err), -1);
-    assert_int_equal(procreq_selector(parse("{\"process\":{\"pid\":\" 1\"}}"), &s, err), -1);
+    assert_int_equal(process_request_selector(parse("{\"process\":{\"pid\":4294967296}}"), &s, err), -1);
+    assert_int_equal(process_request_selector(parse("{\"process\":{\"pid\":\"-1\"}}"), &s, err), -1);
+    assert_int_equal(process_request_selector(parse("{\"process\":{\"pid\":\" 1\"}}"), &s, err), -1);
 }
 
 static void test_input(void **st)
 {
     (void)st;
     char err[ERR_LEN];
-    struct procreq_input r;
-    assert_int_equal(procreq_input(parse("{\"process\":{\"pid\":3},\"input\":{\"stdin\":\"aGVsbG8=\"}}"),
+    struct process_request_input r;
+    assert_int_equal(process_request_input(parse("{\"process\":{\"pid\":3},\"input\":{\"stdin\":\"aGVsbG8=\"}}"),
                                    &r, err),
                      0);
     assert_int_equal(r.to_pty, 0);
     assert_int_equal(r.data.len, 5);
     assert_memory_equal(r.data.data, "hello", 5);
-    procreq_input_free(&r);
+    process_request_input_free(&r);
     /* URL-safe, unpadded, to the pty. */
-    assert_int_equal(procreq_input(parse("{\"process\":{\"pid\":3},\"input\":{\"pty\":\"-_8\"}}"), &r, err), 0);
+    assert_int_equal(process_request_input(parse("{\"process\":{\"pid\":3},\"input\":{\"pty\":\"-_8\"}}"), &r, err), 0);
     assert_int_equal(r.to_pty, 1);
     assert_int_equal(r.data.len, 2);
     assert_memory_equal(r.data.data, "\xfb\xff", 2);
-    procreq_input_free(&r);
-    assert_int_equal(procreq_input(parse("{\"process\":{\"pid\":3},\"input\":{\"stdin\":\"\"}}"), &r, err), 0);
+    process_request_input_free(&r);
+    assert_int_equal(process_request_input(parse("{\"process\":{\"pid\":3},\"input\":{\"stdin\":\"\"}}"), &r, err), 0);
     assert_int_equal(r.data.len, 0);
-    procreq_input_free(&r);
-    assert_int_equal(procreq_input(parse("{\"process\":{\"pid\":3},\"input\":{\"stdin\":\"a b\"}}"), &r, err), -1);
+    process_request_input_free(&r);
+    assert_int_equal(process_request_input(parse("{\"process\":{\"pid\":3},\"input\":{\"stdin\":\"a b\"}}"), &r, err), -1);
     assert_non_null(strstr(err, "base64"));
-    procreq_input_free(&r);
-    assert_int_equal(procreq_input(parse("{\"process\":{\"pid\":3},\"input\":{}}"), &r, err), -1);
-    procreq_input_free(&r);
-    assert_int_equal(procreq_input(parse("{\"process\":{\"pid\":3}}"), &r, err), -1);
+    process_request_input_free(&r);
+    assert_int_equal(process_request_input(parse("{\"process\":{\"pid\":3},\"input\":{}}"), &r, err), -1);
+    process_request_input_free(&r);
+    assert_int_equal(process_request_input(parse("{\"process\":{\"pid\":3}}"), &r, err), -1);
     assert_non_null(strstr(err, "input"));
-    procreq_input_free(&r);
+    process_request_input_free(&r);
 }
 
 static void test_signal(void **st)
 {
     (void)st;
     char err[ERR_LEN];
-    struct procreq_signal r;
-    assert_int_equal(procreq_signal(parse("{\"process\":{\"pid\":3},\"signal\":\"SIGNAL_SIGKILL\"}"), &r, err), 0);
+    struct process_request_signal r;
+    assert_int_equal(process_request_signal(parse("{\"process\":{\"pid\":3},\"signal\":\"SIGNAL_SIGKILL\"}"), &r, err), 0);
     assert_int_equal(r.sig, SIGKILL);
-    assert_int_equal(procreq_signal(parse("{\"process\":{\"pid\":3},\"signal\":15}"), &r, err), 0);
+    assert_int_equal(process_request_signal(parse("{\"process\":{\"pid\":3},\"signal\":15}"), &r, err), 0);
     assert_int_equal(r.sig, SIGTERM);
-    assert_int_equal(procreq_signal(parse("{\"process\":{\"pid\":3},\"signal\":\"SIGNAL_SIGWINCH\"}"), &r, err), 0);
+    assert_int_equal(process_request_signal(parse("{\"process\":{\"pid\":3},\"signal\":\"SIGNAL_SIGWINCH\"}"), &r, err), 0);
     assert_int_equal(r.sig, SIGWINCH);
     const char *bad[] = {"\"SIGNAL_UNSPECIFIED\"", "0", "65", "1.5", "\"SIGKILL\"", "\"SIGNAL_\"", "null", "[]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char json[128];
         snprintf(json, sizeof json, "{\"process\":{\"pid\":3},\"signal\":%s}", bad[i]);
-        assert_int_equal(procreq_signal(parse(json), &r, err), -1);
+        assert_int_equal(process_request_signal(parse(json), &r, err), -1);
         assert_non_null(strstr(err, "signal"));
     }
 }
@@ -181,14 +181,14 @@ static void test_update(void **st)
 {
     (void)st;
     char err[ERR_LEN];
-    struct procreq_update r;
-    assert_int_equal(procreq_update(parse("{\"process\":{\"pid\":3},\"pty\":{\"size\":{\"cols\":100,"
+    struct process_request_update r;
+    assert_int_equal(process_request_update(parse("{\"process\":{\"pid\":3},\"pty\":{\"size\":{\"cols\":100,"
                                           "\"rows\":30}}}"),
                                     &r, err),
                      0);
     assert_int_equal(r.cols, 100);
     assert_int_equal(r.rows, 30);
-    assert_int_equal(procreq_update(parse("{\"process\":{\"pid\":3}}"), &r, err), -1);
+    assert_int_equal(process_request_update(parse("{\"process\":{\"pid\":3}}"), &r, err), -1);
     assert_non_null(strstr(err, "pty"));
 }
 
@@ -196,25 +196,25 @@ static void test_stream_messages(void **st)
 {
     (void)st;
     char err[ERR_LEN];
-    struct procreq_stream r;
-    assert_int_equal(procreq_stream(parse("{\"start\":{\"process\":{\"pid\":9}}}"), &r, err), 0);
+    struct process_request_stream r;
+    assert_int_equal(process_request_stream(parse("{\"start\":{\"process\":{\"pid\":9}}}"), &r, err), 0);
     assert_int_equal(r.kind, PROCREQ_STREAM_START);
     assert_int_equal(r.in.sel.pid, 9);
-    procreq_stream_free(&r);
-    assert_int_equal(procreq_stream(parse("{\"data\":{\"input\":{\"pty\":\"eA==\"}}}"), &r, err), 0);
+    process_request_stream_free(&r);
+    assert_int_equal(process_request_stream(parse("{\"data\":{\"input\":{\"pty\":\"eA==\"}}}"), &r, err), 0);
     assert_int_equal(r.kind, PROCREQ_STREAM_DATA);
     assert_int_equal(r.in.to_pty, 1);
     assert_int_equal(r.in.data.len, 1);
-    procreq_stream_free(&r);
-    assert_int_equal(procreq_stream(parse("{\"keepalive\":{}}"), &r, err), 0);
+    process_request_stream_free(&r);
+    assert_int_equal(process_request_stream(parse("{\"keepalive\":{}}"), &r, err), 0);
     assert_int_equal(r.kind, PROCREQ_STREAM_KEEPALIVE);
-    procreq_stream_free(&r);
-    assert_int_equal(procreq_stream(parse("{}"), &r, err), -1);
-    procreq_stream_free(&r);
-    assert_int_equal(procreq_stream(parse("{\"start\":{}}"), &r, err), -1);
-    procreq_stream_free(&r);
-    assert_int_equal(procreq_stream(parse("{\"data\":5}"), &r, err), -1);
-    procreq_stream_free(&r);
+    process_request_stream_free(&r);
+    assert_int_equal(process_request_stream(parse("{}"), &r, err), -1);
+    process_request_stream_free(&r);
+    assert_int_equal(process_request_stream(parse("{\"start\":{}}"), &r, err), -1);
+    process_request_stream_free(&r);
+    assert_int_equal(process_request_stream(parse("{\"data\":5}"), &r, err), -1);
+    process_request_stream_free(&r);
 }
 
 int main(void)

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/query.h"
+#include "agent/api/http/query.h"
 
 #include <string.h>
 

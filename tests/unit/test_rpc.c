@@ -1,6 +1,6 @@
 /*
  * test_rpc.c - Connect calls end to end over a real socket (agent/serve/rpc.c
- * on conn.c and server.c): unary replies and errors, a stream that a client
+ * on http/conn.c and http/server.c): unary replies and errors, a stream that a client
  * does not read (the producer is paused, memory stays bounded, nothing is
  * lost), a client that leaves, the deadline, keepalives, the stop, and bad
  * requests. The test is the client: it runs the loop a turn at a time and
@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "agent/api/listen.h"
-#include "agent/api/rpc.h"
-#include "agent/api/server.h"
+#include "agent/api/http/listen.h"
+#include "agent/api/connect/rpc.h"
+#include "agent/api/http/server.h"
 #include "agent/core/err.h"
 
 #include <http_parser.h>

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "agent/core/err.h"
-#include "agent/proc/user.h"
+#include "agent/core/user.h"
 
 #include <errno.h>
 #include <stdio.h>

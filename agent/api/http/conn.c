@@ -1,0 +1,595 @@
+/*
+ * conn.c - one connection (see http/conn.h): requests in (the states, the
+ * timers, trust and the end), then responses out through the bounded output
+ * queue: response heads with the framing and Connection they need, whole
+ * responses and streams in chunks. A stream producer is stopped at
+ * CONN_HIGH_WATER queued bytes and called back once the queue is below
+ * CONN_LOW_WATER.
+ *
+ * States, in the order a request goes through them:
+ *   HEAD     waiting for a request head; the whole head must arrive within the
+ *            server's timeout (first_head until the connection is trusted; an
+ *            idle keep-alive connection is closed then)
+ *   BODY     reading the body; the timeout counts from the last byte read
+ *   HANDLE   the request is complete, the application has not answered yet
+ *   RESPOND  the response is being written; a whole response must make
+ *            progress within the timeout, a stream has no timeout
+ *   LINGER   closing: the response is out, the write side shut, what the
+ *            client still sends is dropped for CONN_LINGER_SECONDS
+ * then HEAD again (keep-alive) or the end. Bytes of a second request that
+ * arrive in HANDLE or RESPOND are held unparsed (one read, CONN_HOLD_MAX;
+ * the socket is not read meanwhile) and parsed from the loop once the
+ * response is out. The client closing its side (EOF) after a whole request
+ * lets the response finish, then the connection closes; EOF anywhere else,
+ * or from a client gone both ways, ends the connection at once.
+ */
+#include "agent/api/http/conn.h"
+#include "agent/api/http/httpresp.h"
+#include "agent/api/http/outq.h"
+#include "agent/api/http/server.h"
+#include "agent/core/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum conn_state { ST_HEAD, ST_BODY, ST_HANDLE, ST_RESPOND, ST_LINGER };
+
+struct conn {
+    struct server *srv;
+    struct conn *prev, *next;
+    struct conn *fprev, *fnext; /* the server's untrusted list, oldest first */
+    int fd;
+    unsigned id;
+    ev_io rio, wio;
+    ev_timer timer;
+    double since;          /* start of the wait, or the last progress */
+    enum conn_state st;
+    struct httpreq req;
+    struct outq out;
+    struct conn_hooks hooks;
+    enum httpresp_framing framing;
+    struct buf held;          /* bytes of the next request, read before this one
+                                 was answered: one read at most (CONN_HOLD_MAX) */
+    size_t discarded;
+    unsigned got_bytes : 1;   /* some of this request's head arrived */
+    unsigned have_head : 1;   /* ... all of it */
+    unsigned req_done : 1;    /* the request is read (or will not be) */
+    unsigned responded : 1;   /* the response has begun */
+    unsigned finished : 1;    /* ... and is wholly queued */
+    unsigned streaming : 1;
+    unsigned blocked : 1;     /* conn_write returned 0: call more when drained */
+    unsigned close_after : 1;
+    unsigned dying : 1;
+    unsigned paused : 1;      /* conn_pause: the body's sink is full */
+    unsigned trusted : 1;     /* conn_trust: a head passed the application's check */
+    unsigned listed : 1;      /* on the server's untrusted list */
+    unsigned peer_eof : 1;    /* the client closed its side after a whole request */
+};
+
+static void conn_timer_arm(struct conn *c);
+static void conn_maybe_next(struct conn *c);
+static int conn_flush(struct conn *c);
+
+/* Bytes after the request that are dropped before reading stops; and the
+ * most a lingering connection drops. */
+#define DISCARD_MAX (64u * 1024u)
+#define LINGER_MAX (1024u * 1024u)
+
+static char rbuf[CONN_HOLD_MAX]; /* one loop, one read at a time */
+
+struct httpreq *conn_req(struct conn *c) { return &c->req; }
+unsigned conn_id(const struct conn *c) { return c->id; }
+struct ev_loop *conn_loop(const struct conn *c) { return c->srv->loop; }
+int conn_responded(const struct conn *c) { return c->responded; }
+struct conn *conn_next(const struct conn *c) { return c->next; }
+void conn_set_hooks(struct conn *c, const struct conn_hooks *h) { c->hooks = *h; }
+
+static double state_limit(const struct conn *c)
+{
+    switch (c->st) {
+    case ST_HEAD: return c->trusted ? c->srv->timeout : c->srv->first_head;
+    case ST_BODY: return c->paused ? 0 : c->srv->timeout; /* our wait, not the client's */
+    case ST_RESPOND: return c->streaming || !outq_len(&c->out) ? 0 : c->srv->timeout;
+    case ST_LINGER: return CONN_LINGER_SECONDS;
+    default: return 0;
+    }
+}
+
+/* (Re)arm the timer for the state; the wait counts from c->since. */
+static void conn_timer_arm(struct conn *c)
+{
+    struct ev_loop *loop = c->srv->loop;
+    double lim = state_limit(c);
+    ev_timer_stop(loop, &c->timer);
+    if (lim <= 0) return;
+    double left = c->since + lim - ev_now(loop);
+    ev_timer_set(&c->timer, left > 0 ? left : 0, 0);
+    ev_timer_start(loop, &c->timer);
+}
+
+/* ---- the server's list of untrusted connections, oldest first ---- */
+
+static void untrusted_add(struct conn *c)
+{
+    struct server *s = c->srv;
+    c->fprev = s->untrusted_last;
+    c->fnext = NULL;
+    if (s->untrusted_last) s->untrusted_last->fnext = c;
+    else s->untrusted = c;
+    s->untrusted_last = c;
+    c->listed = 1;
+}
+
+static void untrusted_remove(struct conn *c)
+{
+    struct server *s = c->srv;
+    if (!c->listed) return;
+    if (c->fprev) c->fprev->fnext = c->fnext;
+    else s->untrusted = c->fnext;
+    if (c->fnext) c->fnext->fprev = c->fprev;
+    else s->untrusted_last = c->fprev;
+    c->fprev = c->fnext = NULL;
+    c->listed = 0;
+}
+
+void conn_trust(struct conn *c)
+{
+    if (c->trusted) return;
+    c->trusted = 1;
+    untrusted_remove(c);
+}
+
+void conn_kill(struct conn *c)
+{
+    if (c->dying) return;
+    c->dying = 1;
+    c->srv->dying++;
+    untrusted_remove(c); /* never displaced twice */
+    ev_io_stop(c->srv->loop, &c->rio);
+    ev_io_stop(c->srv->loop, &c->wio);
+    ev_timer_stop(c->srv->loop, &c->timer);
+    ev_timer_set(&c->timer, 0, 0); /* torn down from the loop: see destroy */
+    ev_timer_start(c->srv->loop, &c->timer);
+}
+
+static void destroy(struct conn *c)
+{
+    struct server *s = c->srv;
+    struct conn_hooks h = c->hooks;
+    memset(&c->hooks, 0, sizeof c->hooks);
+    if (h.gone) h.gone(c, h.ctx);
+    ev_timer_stop(s->loop, &c->timer);
+    close(c->fd);
+    httpreq_free(&c->req);
+    outq_free(&c->out);
+    buf_free(&c->held);
+    s->dying--;
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    log_debug("serve: connection %u closed", c->id);
+    free(c);
+    server_conn_closed(s);
+}
+
+static void linger(struct conn *c)
+{
+    if (shutdown(c->fd, SHUT_WR) < 0) {
+        conn_kill(c);
+        return;
+    }
+    c->st = ST_LINGER;
+    c->since = ev_now(c->srv->loop);
+    c->discarded = 0;
+    ev_io_start(c->srv->loop, &c->rio);
+    conn_timer_arm(c);
+}
+
+/* Request read and response written: the next request, or the end. */
+static void conn_maybe_next(struct conn *c)
+{
+    if (c->dying || !c->req_done || !c->finished || outq_len(&c->out)) return;
+    outq_trim(&c->out);
+    if (c->peer_eof) { /* the client has nothing more to say: the end */
+        conn_kill(c);
+        return;
+    }
+    if (c->close_after || !httpreq_keep_alive(&c->req) || c->srv->stopping) {
+        buf_free(&c->held);
+        linger(c);
+        return;
+    }
+    httpreq_reset(&c->req);
+    c->got_bytes = c->have_head = c->req_done = c->responded = c->finished = 0;
+    c->streaming = c->blocked = c->paused = 0;
+    c->discarded = 0;
+    c->st = ST_HEAD;
+    c->since = ev_now(c->srv->loop);
+    /* Held bytes are parsed from the loop, not under the producer's call. */
+    if (c->held.len) ev_feed_event(c->srv->loop, &c->rio, EV_READ);
+    else ev_io_start(c->srv->loop, &c->rio);
+    conn_timer_arm(c);
+}
+
+static void refuse(struct conn *c, int status, const char *why)
+{
+    log_debug("serve: connection %u: %d %s", c->id, status, why);
+    if (c->responded) { /* too late for a status: only the end is left */
+        conn_kill(c);
+        return;
+    }
+    c->close_after = 1;
+    c->req_done = 1;
+    if (c->srv->app.on_error) c->srv->app.on_error(c, status, why, c->srv->app.ctx);
+    if (!c->responded) conn_respond(c, status, "text/plain", NULL, why, strlen(why));
+}
+
+static void on_head(struct conn *c)
+{
+    c->have_head = 1;
+    c->st = ST_BODY;
+    c->since = ev_now(c->srv->loop);
+    c->srv->app.on_head(c, c->srv->app.ctx);
+    if (c->dying) return;
+    if (!c->responded && httpreq_body_check(&c->req) < 0) {
+        refuse(c, httpreq_status(&c->req), httpreq_why(&c->req));
+        return;
+    }
+    if (c->responded && httpreq_body_expected(&c->req)) {
+        c->req_done = 1; /* refused at its head: the body is dropped */
+        c->st = ST_RESPOND;
+        conn_maybe_next(c);
+    } else if (!c->responded && httpreq_expects_continue(&c->req) &&
+               httpreq_body_expected(&c->req)) {
+        if (outq_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0 || conn_flush(c) < 0) return;
+    }
+    conn_timer_arm(c);
+}
+
+static void on_done(struct conn *c)
+{
+    c->req_done = 1;
+    if (c->responded) {
+        c->st = ST_RESPOND;
+        conn_maybe_next(c);
+        return;
+    }
+    c->st = ST_HANDLE;
+    conn_timer_arm(c);
+    c->srv->app.on_request(c, c->srv->app.ctx);
+}
+
+/* Bytes that are no request of ours to parse: after a request the
+ * connection closes after, or lingering. */
+static void discard(struct conn *c, size_t n)
+{
+    c->discarded += n;
+    if (c->st == ST_LINGER) {
+        if (c->discarded > LINGER_MAX) conn_kill(c);
+        return;
+    }
+    if (c->discarded > DISCARD_MAX) ev_io_stop(c->srv->loop, &c->rio);
+}
+
+/* Bytes of the next request, before this one is answered: kept unparsed,
+ * and the socket is not read until they are parsed. */
+static void hold(struct conn *c, const char *p, size_t n)
+{
+    ev_io_stop(c->srv->loop, &c->rio);
+    if (buf_append(&c->held, p, n) < 0) { /* only one read is ever held */
+        c->close_after = 1;
+        discard(c, n);
+        return;
+    }
+    log_debug("serve: connection %u: %zu bytes of a pipelined request held", c->id, n);
+}
+
+static void input(struct conn *c, const char *p, size_t n)
+{
+    while (n > 0 && !c->dying) {
+        if (c->st == ST_LINGER || ((c->st == ST_HANDLE || c->st == ST_RESPOND) && c->close_after)) {
+            discard(c, n);
+            return;
+        }
+        if (c->st == ST_HANDLE || c->st == ST_RESPOND) {
+            hold(c, p, n);
+            return;
+        }
+        if (c->st == ST_HEAD) c->got_bytes = 1;
+        else c->since = ev_now(c->srv->loop);
+        size_t used;
+        enum httpreq_event ev = httpreq_feed(&c->req, p, n, &used);
+        p += used;
+        n -= used;
+        if (ev == HTTPREQ_HEAD) on_head(c);
+        else if (ev == HTTPREQ_DONE) on_done(c);
+        else if (ev == HTTPREQ_ERROR) {
+            refuse(c, httpreq_status(&c->req), httpreq_why(&c->req));
+            return;
+        }
+    }
+}
+
+/* Whether the socket is to be read now. */
+static int wants_input(const struct conn *c)
+{
+    return !c->dying && !c->peer_eof && !c->paused && !c->held.len &&
+           (c->st == ST_LINGER || c->discarded <= DISCARD_MAX);
+}
+
+/* The held bytes, now that the request before them is answered. */
+static void replay(struct conn *c)
+{
+    size_t n = c->held.len;
+    memcpy(rbuf, c->held.data, n); /* held.len <= CONN_HOLD_MAX == sizeof rbuf */
+    buf_free(&c->held);
+    input(c, rbuf, n); /* may hold the rest again, after the next request */
+    if (wants_input(c)) ev_io_start(c->srv->loop, &c->rio);
+}
+
+/* 1 when the client is gone both ways, not only done sending: a Unix
+ * socket whose peer closed says so (POLLHUP); over TCP a FIN looks the same
+ * either way, and a client that is gone is found at the next write. */
+static int peer_gone(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* EOF from the client: after a whole request, its response is finished
+ * first (a half-close); anywhere else (idle, or a request cut short), or
+ * when the client is gone, it is the end. */
+static void on_eof(struct conn *c)
+{
+    if ((c->st == ST_HANDLE || c->st == ST_RESPOND) && !peer_gone(c->fd)) {
+        log_debug("serve: connection %u: the client closed its side; finishing the response",
+                  c->id);
+        c->peer_eof = 1;
+        c->close_after = 1;
+        ev_io_stop(c->srv->loop, &c->rio);
+        return;
+    }
+    if ((c->st != ST_HEAD && c->st != ST_LINGER) || c->got_bytes)
+        log_debug("serve: connection %u: closed by the client", c->id);
+    conn_kill(c);
+}
+
+static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct conn *c = w->data;
+    if (c->held.len) {
+        if (c->st == ST_HEAD) replay(c);
+        else ev_io_stop(loop, &c->rio);
+        return;
+    }
+    ssize_t n = read(c->fd, rbuf, sizeof rbuf);
+    if (n > 0) {
+        input(c, rbuf, (size_t)n);
+        return;
+    }
+    if (n == 0) {
+        on_eof(c);
+        return;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    log_debug("serve: connection %u: %s", c->id, strerror(errno));
+    conn_kill(c);
+}
+
+static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct conn *c = w->data;
+    if (conn_flush(c) < 0) return;
+    if (c->blocked && outq_len(&c->out) < CONN_LOW_WATER) {
+        c->blocked = 0;
+        if (c->hooks.more) c->hooks.more(c, c->hooks.ctx);
+    }
+    if (c->dying) return;
+    conn_timer_arm(c);
+    conn_maybe_next(c);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct conn *c = w->data;
+    if (c->dying) {
+        destroy(c);
+        return;
+    }
+    double lim = state_limit(c);
+    if (lim <= 0) return;
+    if (ev_now(loop) < c->since + lim) {
+        conn_timer_arm(c);
+        return;
+    }
+    if ((c->st == ST_HEAD && c->got_bytes) || c->st == ST_BODY) {
+        refuse(c, 408, "request not received in time");
+        return;
+    }
+    if (c->st == ST_RESPOND)
+        log_debug("serve: connection %u: the client read nothing for %.3g s", c->id, lim);
+    conn_kill(c);
+}
+
+struct conn *conn_open(struct server *s, int fd)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->srv = s;
+    c->fd = fd;
+    c->id = ++s->next_id;
+    httpreq_init(&c->req);
+    outq_init(&c->out, CONN_QUEUE_MAX);
+    buf_init(&c->held, CONN_HOLD_MAX);
+    ev_io_init(&c->rio, on_readable, fd, EV_READ);
+    ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
+    ev_init(&c->timer, on_timer);
+    c->rio.data = c->wio.data = c->timer.data = c;
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    untrusted_add(c);
+    c->st = ST_HEAD;
+    c->since = ev_now(s->loop);
+    ev_io_start(s->loop, &c->rio);
+    conn_timer_arm(c);
+    log_debug("serve: connection %u opened", c->id);
+    return c;
+}
+
+void conn_pause(struct conn *c)
+{
+    if (c->dying || c->paused) return;
+    c->paused = 1;
+    ev_io_stop(c->srv->loop, &c->rio);
+    conn_timer_arm(c);
+}
+
+void conn_resume(struct conn *c)
+{
+    if (c->dying || !c->paused) return;
+    c->paused = 0;
+    c->since = ev_now(c->srv->loop);
+    if (wants_input(c)) ev_io_start(c->srv->loop, &c->rio);
+    conn_timer_arm(c);
+}
+
+void conn_stop(struct conn *c)
+{
+    if (c->dying || c->st == ST_LINGER) return;
+    c->close_after = 1;
+    if (c->st == ST_HEAD) {
+        conn_kill(c);
+        return;
+    }
+    if (c->hooks.stop) c->hooks.stop(c, c->hooks.ctx);
+    else if (!c->responded) refuse(c, 503, "the agent is shutting down");
+    conn_maybe_next(c);
+}
+
+/* ---- the writing half ---- */
+
+/* Write what the socket takes. Returns 0, or -1 when the connection failed. */
+static int conn_flush(struct conn *c)
+{
+    size_t n;
+    const char *p;
+    while ((p = outq_peek(&c->out, &n))) {
+        ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            outq_done(&c->out, (size_t)k);
+            c->since = ev_now(c->srv->loop);
+        } else if (k < 0 && errno == EINTR) {
+            continue;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        } else {
+            log_debug("serve: connection %u: write: %s", c->id, strerror(errno));
+            conn_kill(c);
+            return -1;
+        }
+    }
+    if (outq_len(&c->out)) ev_io_start(c->srv->loop, &c->wio);
+    else ev_io_stop(c->srv->loop, &c->wio);
+    return 0;
+}
+
+/* The response is wholly queued: the producer is done with c. */
+static void finish(struct conn *c)
+{
+    c->finished = 1;
+    memset(&c->hooks, 0, sizeof c->hooks);
+    if (conn_flush(c) < 0) return;
+    conn_timer_arm(c);
+    conn_maybe_next(c);
+}
+
+/* Begin a response: the head, with the framing and Connection it needs. */
+static int begin(struct conn *c, int status, const char *ctype, const char *extra,
+                 enum httpresp_framing framing, uint64_t length)
+{
+    if (c->dying || c->responded) return -1;
+    if (!c->req_done && httpreq_body_expected(&c->req)) c->close_after = 1; /* body unread */
+    if (c->st == ST_HEAD || !httpreq_keep_alive(&c->req) || c->srv->stopping ||
+        framing == HTTPRESP_EOF)
+        c->close_after = 1;
+    struct httpresp h = {status, ctype, extra, framing, length, c->close_after,
+                         !httpreq_http11(&c->req)};
+    c->responded = 1;
+    c->framing = framing;
+    if (c->req_done) c->st = ST_RESPOND;
+    if (httpresp_head(&c->out, &h) < 0) {
+        conn_kill(c);
+        return -1;
+    }
+    return 0;
+}
+
+int conn_respond(struct conn *c, int status, const char *ctype, const char *extra,
+                 const void *body, size_t n)
+{
+    if (begin(c, status, ctype, extra, HTTPRESP_LENGTH, n) < 0) return -1;
+    /* A response to HEAD has the head of the GET's, and no body. */
+    if (c->have_head && httpreq_method(&c->req) == HTTP_HEAD) n = 0;
+    if (outq_put(&c->out, body, n) < 0) {
+        conn_kill(c);
+        return -1;
+    }
+    finish(c);
+    return 0;
+}
+
+int conn_stream_begin(struct conn *c, int status, const char *ctype, const char *extra)
+{
+    int chunked = httpreq_http11(&c->req);
+    if (begin(c, status, ctype, extra, chunked ? HTTPRESP_CHUNKED : HTTPRESP_EOF, 0) < 0)
+        return -1;
+    c->streaming = 1;
+    if (conn_flush(c) < 0) return -1;
+    conn_timer_arm(c);
+    return 0;
+}
+
+int conn_stream_begin_length(struct conn *c, int status, const char *ctype, const char *extra,
+                             uint64_t length)
+{
+    if (begin(c, status, ctype, extra, HTTPRESP_LENGTH, length) < 0) return -1;
+    c->streaming = 1;
+    if (conn_flush(c) < 0) return -1;
+    conn_timer_arm(c);
+    return 0;
+}
+
+int conn_write(struct conn *c, const void *p, size_t n)
+{
+    if (c->dying || !c->streaming || c->finished) return -1;
+    if (n == 0) return outq_len(&c->out) < CONN_HIGH_WATER;
+    /* A chunk of size 0 would end the body: n > 0 here. */
+    if ((c->framing == HTTPRESP_CHUNKED && outq_printf(&c->out, "%zx\r\n", n) < 0) ||
+        outq_put(&c->out, p, n) < 0 ||
+        (c->framing == HTTPRESP_CHUNKED && outq_put(&c->out, "\r\n", 2) < 0)) {
+        log_warn("serve: connection %u: stream past %u queued bytes; dropping it", c->id,
+                 (unsigned)CONN_QUEUE_MAX);
+        conn_kill(c);
+        return -1;
+    }
+    if (conn_flush(c) < 0) return -1;
+    if (outq_len(&c->out) < CONN_HIGH_WATER) return 1;
+    c->blocked = 1;
+    return 0;
+}
+
+int conn_stream_end(struct conn *c)
+{
+    if (c->dying || !c->streaming || c->finished) return -1;
+    if (c->framing == HTTPRESP_CHUNKED && outq_put(&c->out, "0\r\n\r\n", 5) < 0) {
+        conn_kill(c);
+        return -1;
+    }
+    finish(c);
+    return 0;
+}

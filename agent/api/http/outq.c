@@ -1,0 +1,89 @@
+/*
+ * outq.c - the bounded output queue (see http/outq.h).
+ */
+#include "agent/api/http/outq.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A queue trimmed between responses keeps at most this much memory. */
+#define KEEP (64u * 1024u)
+/* A drained queue keeps up to this much (a stream's high-water mark and
+ * one message fit). */
+#define KEEP_DRAINED (512u * 1024u)
+
+void outq_init(struct outq *q, size_t max)
+{
+    buf_init(&q->b, max);
+    q->off = 0;
+}
+
+void outq_free(struct outq *q)
+{
+    buf_free(&q->b);
+    q->off = 0;
+}
+
+size_t outq_len(const struct outq *q) { return q->b.len - q->off; }
+
+/* Move the pending bytes to the front when the drained part is worth it. */
+static void compact(struct outq *q, size_t need)
+{
+    if (q->off == 0) return;
+    size_t end = q->b.len + need;
+    if (q->off < q->b.len / 2 && end <= q->b.cap && end <= q->b.max) return;
+    memmove(q->b.data, q->b.data + q->off, q->b.len - q->off);
+    q->b.len -= q->off;
+    q->off = 0;
+}
+
+int outq_put(struct outq *q, const void *p, size_t n)
+{
+    if (n > q->b.max - outq_len(q)) return -1;
+    compact(q, n);
+    return buf_append(&q->b, p, n);
+}
+
+int outq_printf(struct outq *q, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof line) return -1;
+    return outq_put(q, line, (size_t)k);
+}
+
+const char *outq_peek(const struct outq *q, size_t *n)
+{
+    *n = outq_len(q);
+    return *n ? q->b.data + q->off : NULL;
+}
+
+void outq_done(struct outq *q, size_t n)
+{
+    q->off += n;
+    if (q->off < q->b.len) return;
+    /* Drained: up to KEEP_DRAINED the memory stays for the next write of
+     * the same response (a stream drains often; giving it back each time
+     * made every message map fresh pages). outq_trim gives it back between
+     * responses; a queue grown past KEEP_DRAINED (a large unary reply)
+     * gives it back now. */
+    q->off = 0;
+    q->b.len = 0;
+    if (q->b.cap > KEEP_DRAINED) outq_trim(q);
+}
+
+void outq_trim(struct outq *q)
+{
+    if (outq_len(q)) return;
+    q->off = 0;
+    q->b.len = 0;
+    if (q->b.cap > KEEP) {
+        size_t max = q->b.max;
+        buf_free(&q->b);
+        buf_init(&q->b, max);
+    }
+}

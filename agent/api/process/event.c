@@ -1,0 +1,80 @@
+/*
+ * event.c - writing the process.Process messages (see process/event.h).
+ */
+#include "agent/api/process/event.h"
+#include "agent/core/b64.h"
+#include "agent/core/jsonw.h"
+
+#include <string.h>
+
+static const char *const chan_names[PROC_CHANS] = {"stdout", "stderr", "pty"};
+
+int process_event_start(struct buf *b, pid_t pid)
+{
+    return buf_puts(b, "{\"event\": {\"start\": {\"pid\": ") < 0 ||
+                   buf_put_u64(b, (unsigned long long)pid, 0) < 0 || buf_puts(b, "}}}") < 0
+               ? -1
+               : 0;
+}
+
+int process_event_data(struct buf *b, enum proc_chan ch, const char *p, size_t n, int with_offset,
+                uint64_t offset)
+{
+    if (buf_puts(b, "{\"event\": {\"data\": {") < 0 || jsonw_key(b, chan_names[ch]) < 0 ||
+        buf_putc(b, '"') < 0 || b64_encode(b, p, n) < 0 || buf_puts(b, "\"}}") < 0)
+        return -1;
+    if (with_offset &&
+        (buf_puts(b, ", \"offset\": ") < 0 || buf_put_u64(b, (unsigned long long)offset, 0) < 0))
+        return -1;
+    return buf_putc(b, '}');
+}
+
+int process_event_keepalive(struct buf *b) { return buf_puts(b, "{\"event\": {\"keepalive\": {}}}"); }
+
+int process_event_end(struct buf *b, const struct proc_end *e)
+{
+    if (buf_puts(b, "{\"event\": {\"end\": {\"exitCode\": ") < 0 ||
+        buf_put_i64(b, e->exit_code) < 0 || buf_puts(b, ", \"exited\": ") < 0 ||
+        buf_puts(b, e->exited ? "true" : "false") < 0 || buf_puts(b, ", ") < 0 ||
+        jsonw_key(b, "status") < 0 || jsonw_str(b, e->status, strlen(e->status), JSONW_REPLACE) < 0)
+        return -1;
+    if (e->error[0] && (buf_puts(b, ", ") < 0 || jsonw_key(b, "error") < 0 ||
+                        jsonw_str(b, e->error, strlen(e->error), JSONW_REPLACE) < 0))
+        return -1;
+    return buf_puts(b, "}}}");
+}
+
+static int str_array(struct buf *b, char *const *v)
+{
+    if (buf_putc(b, '[') < 0) return -1;
+    for (size_t i = 0; v && v[i]; i++)
+        if ((i && buf_puts(b, ", ") < 0) || jsonw_cstr(b, v[i]) < 0) return -1;
+    return buf_putc(b, ']');
+}
+
+static int process_info(struct buf *b, struct proc *p)
+{
+    char *const *argv = proc_argv(p);
+    const char *cwd = proc_cwd(p), *tag = proc_tag(p);
+    if (buf_puts(b, "{\"config\": {\"cmd\": ") < 0 || jsonw_cstr(b, argv[0]) < 0 ||
+        buf_puts(b, ", \"args\": ") < 0 || str_array(b, argv + 1) < 0 ||
+        buf_puts(b, ", \"envs\": ") < 0 || jsonw_env(b, proc_envs(p)) < 0)
+        return -1;
+    if (cwd && (buf_puts(b, ", \"cwd\": ") < 0 || jsonw_cstr(b, cwd) < 0)) return -1;
+    if (buf_puts(b, "}, \"pid\": ") < 0 || buf_put_u64(b, (unsigned long long)proc_pid(p), 0) < 0)
+        return -1;
+    if (tag && (buf_puts(b, ", \"tag\": ") < 0 || jsonw_cstr(b, tag) < 0)) return -1;
+    return buf_putc(b, '}');
+}
+
+int process_event_list(struct buf *b, struct proc_table *t)
+{
+    int first = 1;
+    if (buf_puts(b, "{\"processes\": [") < 0) return -1;
+    for (struct proc *p = proc_first(t); p; p = proc_next(p)) {
+        if (!proc_running(p)) continue;
+        if ((!first && buf_puts(b, ", ") < 0) || process_info(b, p) < 0) return -1;
+        first = 0;
+    }
+    return buf_puts(b, "]}");
+}

@@ -1,0 +1,45 @@
+/*
+ * files.h - the REST route /files of the API (README "sandbox-agent serve",
+ * file transfer): GET downloads a file, POST uploads one or several, each
+ * as the request's user (?username=) in a helper process (asuser_job.h), with
+ * `fs`'s guarantees: only regular files are read (never a FIFO, a device
+ * or a /proc stream), every file is written atomically (a temporary file
+ * beside it, fsynced, renamed: a reader sees the old file or the new one,
+ * and a failed or cut-off upload leaves the old one and no temporary file).
+ * Memory per transfer is a few fixed buffers, whatever the size; the loop
+ * never waits for the disk.
+ *
+ *   rest/files.c  the route: query and user, errors as envd writes them
+ *              ({"code": 404, "message": "..."}), errno to HTTP status
+ *   rest/download.c  GET: the bytes, Content-Length or gzip
+ *   rest/upload.c  POST: multipart/form-data or application/octet-stream,
+ *              gzip or not, streamed to the helpers
+ */
+#ifndef SA_API_FILESRT_H
+#define SA_API_FILESRT_H
+
+#include "agent/api/http/conn.h"
+#include "agent/core/buf.h"
+#include "agent/core/user.h"
+
+/* The head of a /files request: POST chooses its body's sink (or refuses);
+ * other methods but GET are refused (405). */
+void rest_files_on_head(struct conn *c);
+/* The request is complete: GET starts the download; POST's body ended. */
+void rest_files_on_request(struct conn *c);
+
+/* For rest/download.c and rest/upload.c. */
+/* envd's error: status, {"code": status, "message": msg}. */
+void rest_files_error(struct conn *c, int status, const char *msg);
+/* The HTTP status of an errno of the file service (FILES_ENOTREG included). */
+int rest_files_status(int errnum);
+/* The user (?username=) and the path (?path=, "" when absent: the home)
+ * resolved into path (NUL-terminated). have_path: whether ?path= was
+ * given. Returns 0, or -1 after answering the error. */
+int rest_files_target(struct conn *c, struct user_info *u, struct buf *path, int *have_path);
+
+void rest_download(struct conn *c);
+void rest_upload_head(struct conn *c);
+void rest_upload_done(struct conn *c);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * upload.h - an upload of POST /files, shared by its two files and nothing
+ * else: upload.c (the request head, then the body through its stages to the
+ * helpers' pipes) and upload_file.c (one file: its helper, its metadata, the
+ * clean-up after a helper killed mid-write).
+ */
+#ifndef SA_API_FILEPUT_H
+#define SA_API_FILEPUT_H
+
+#include "agent/api/http/conn.h"
+#include "agent/api/asuser/job.h"
+#include "agent/api/rest/gz.h"
+#include "agent/api/rest/multipart.h"
+#include "agent/core/buf.h"
+#include "agent/core/hash.h"
+#include "agent/core/user.h"
+
+#include <ev.h>
+
+#define UPLOAD_CHUNK (64 * 1024)
+/* Raw body bytes waiting for the stages: at most one read of the
+ * connection past what is being worked on. */
+#define UPLOAD_IN_MAX (1024 * 1024)
+/* Files in one request, and the reply that names them. */
+#define UPLOAD_FILES_MAX 65536
+#define UPLOAD_REPLY_MAX (SERVE_BODY_MAX - 64)
+/* The pipe to a helper is made this large when the kernel allows. */
+#define UPLOAD_PIPE_SIZE (1024 * 1024)
+/* The kernel's bound on an extended attribute's name (XATTR_NAME_MAX); its
+ * bound on a value is FILESYSTEM_XATTR_VALUE_MAX (XATTR_SIZE_MAX). */
+#define UPLOAD_XATTR_NAME_MAX 255
+
+struct upload_meta {
+    char *name;     /* "user.e2b.<key, lowercased>" */
+    char *value;
+    size_t vlen;
+};
+
+struct upload_seen {   /* a path written by this request */
+    struct hnode node;
+    struct upload_seen *next;
+    size_t len;
+    char path[];
+};
+
+/* One file being written by its helper. */
+struct upload_file {
+    struct upload *up;
+    struct asuser_job *job;
+    int data_fd, verdict_fd;  /* our ends (verdict: a socket, the helper's
+                               * temporary names come back on it); -1 once closed */
+    char *path;               /* resolved, absolute */
+    int ending;               /* its data is all in `out` or the pipe: commit next */
+    int committed;            /* the verdict is sent: its result comes */
+    int broken;               /* the helper stopped reading: its result comes */
+};
+
+struct upload {
+    struct conn *c;
+    struct user_info u;
+    char *qpath;              /* ?path=, resolved; NULL when absent */
+    struct upload_meta *meta;
+    size_t nmeta;
+    int multipart, skipping;  /* skipping: a form field that is not a file */
+    struct mp mp;
+    int gzip;
+    struct gz gz;
+    struct buf in;            /* the raw body not yet taken, from in_off */
+    size_t in_off;
+    char dec[UPLOAD_CHUNK];      /* inflated, not yet split: dec[dec_off..dec_len) */
+    size_t dec_off, dec_len;
+    int gz_more;              /* the last inflate filled dec: zlib may hold more */
+    char out[UPLOAD_CHUNK];      /* the current file's bytes for its pipe */
+    size_t out_off, out_len;
+    struct upload_file *cur;
+    unsigned files;
+    struct buf reply;         /* the JSON array so far */
+    struct htab seen;
+    struct upload_seen *seen_list;
+    int body_done;
+    ev_io pipe_w;
+};
+
+/* rest/upload.c */
+int rest_upload_sink(void *ctx, const char *p, size_t n);
+void rest_upload_pump(struct upload *up);
+void rest_upload_fail(struct upload *up, int status, const char *msg);
+void rest_upload_free(struct upload *up);
+void rest_upload_file_done(void *ctx, int32_t status, const char *data, size_t n);
+void rest_upload_watch_pipe(struct upload *up, int fd);
+
+/* rest/upload_file.c */
+/* Start the helper of the next file, at path. Returns 0, or -1 after
+ * failing the upload (a path given twice, too many files, no helper). */
+int rest_upload_file_start(struct upload *up, const char *path);
+void rest_upload_file_meta_free(struct upload *up);
+void rest_upload_file_seen_free(struct upload *up);
+/* The helper of f ended without a result (killed): have the temporary
+ * files it told of removed, as the upload's user. */
+void rest_upload_file_reap(struct upload *up, struct upload_file *f);
+/* An X-Metadata-KEY header with a KEY of klen bytes and a value of vlen
+ * bytes fits an extended attribute (the kernel's bounds): 0, or -1 with
+ * *why saying which bound it passes. */
+int rest_upload_meta_check(size_t klen, size_t vlen, const char **why);
+
+#endif
