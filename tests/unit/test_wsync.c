@@ -230,13 +230,16 @@ static struct wsync *swap_start(struct seen *c, struct ev_loop *loop, int no_pro
 {
     strcpy(root, "/tmp/test_wsync.XXXXXX");
     assert_non_null(mkdtemp(root));
-    for (int n = 0; n < DIRS; n++) mkdir_at("p%d", n);
+    for (int n = 0; n < DIRS - 1; n++) mkdir_at("p%d", n);
     char err[ERR_LEN];
     struct wsync *w = wsync_new(root, 1, &ops, c, err);
     assert_non_null(w);
     w->no_proc = no_proc;
     assert_int_equal(wsync_start(w, loop, err), 0);
-    wsync_drain(w); /* the mark behind the first walk: in step from here */
+    mkdir_at("p%d", DIRS - 1); /* one that appears while watched */
+    /* The marks behind the first walk and behind the new directory's
+     * watch: in step from here. */
+    wsync_drain(w);
     return w;
 }
 
