@@ -75,7 +75,9 @@ static int arm(struct wsync *s)
     s->relist_marks = 0;
     s->mover_next = 0;
     memset(s->movers, 0, sizeof s->movers);
+    ws_bar_arm(s);
     if (s->recursive) ws_scan(s, s->t.root, -1, 0);
+    ws_bar_flush(s); /* behind the walk: its directories are in step once read */
     return 0;
 }
 
@@ -137,6 +139,7 @@ static void mover_mark(struct wsync *s, struct wnode *n, const char *name, size_
     if (!c) return;
     c->moving = 1;
     c->cookie = cookie;
+    c->move_sure = (unsigned char)ws_bar_sure(s, c);
     s->movers[s->mover_next].cookie = cookie;
     s->movers[s->mover_next].wd = c->wd;
     s->mover_next = (s->mover_next + 1) % WSYNC_MOVERS;
@@ -201,6 +204,7 @@ static void report(struct wsync *s, int wd, const struct wev *e)
 
 static void on_event(struct wsync *s, const struct inotify_event *ev)
 {
+    if (ws_bar_event(s, ev)) return;
     struct wev e;
     switch (wev_map(&s->t, ev, s->recursive, &e)) {
     case WEV_SKIP:
@@ -242,6 +246,7 @@ static int handle(struct wsync *s, ssize_t got)
             return 1;
         }
     }
+    ws_bar_flush(s);
     return 0;
 }
 
@@ -279,6 +284,7 @@ struct wsync *wsync_new(const char *root, int recursive, const struct wsync_ops 
     struct wsync *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->fd = -1;
+    s->bar[0] = s->bar[1] = s->bar_wd = -1;
     s->root_len = strlen(root);
     s->root = malloc(s->root_len + 1);
     s->rbuf = malloc(WSYNC_READ_BUF);
@@ -289,6 +295,7 @@ struct wsync *wsync_new(const char *root, int recursive, const struct wsync_ops 
     s->mask_create = 1;
     struct stat st;
     s->no_proc = stat("/proc/self/fd", &st) < 0; /* then watches go by path */
+    ws_bar_init(s);
     s->ops = ops;
     s->ctx = ctx;
     buf_init(&s->path, WSYNC_PATH_MAX);
@@ -322,6 +329,7 @@ void wsync_free(struct wsync *s)
 {
     if (!s) return;
     disarm(s);
+    ws_bar_close(s);
     buf_free(&s->path);
     free(s->root);
     free(s->rbuf);

@@ -10,7 +10,9 @@
  * optional error) through the ops it supplies: how, when and where that is
  * written is the front-end's business; which directories below ROOT it may
  * look into, too (wsync_set_admit). Never forks, never touches anything
- * under ROOT.
+ * under ROOT. Besides the inotify fd it holds a pipe of its own (two fds,
+ * one watch): a mark it queues among the events, to know when the model is
+ * in step with them (wbar.c).
  *
  * Bounds owned here: WSYNC_READ_BUF bytes of events per read, WSYNC_MAX_NODES
  * directories, WSYNC_PATH_MAX bytes of one path (a longer one is `lost`). The

@@ -1,9 +1,10 @@
 /*
- * wsync_priv.h - the inside of the tree service, shared by its four files and
+ * wsync_priv.h - the inside of the tree service, shared by its five files and
  * by nothing else: wsync.c (lifecycle, reading, dispatch), wwatch.c (adding
  * and dropping watches, following renames), wlist.c (listing directories),
- * wprobe.c (looking at the file system by inode). Front-ends include wsync.h
- * only.
+ * wprobe.c (looking at the file system by inode), wbar.c (the barrier that
+ * tells when the model is in step with the events). Front-ends include
+ * wsync.h only.
  */
 #ifndef SA_WSYNC_PRIV_H
 #define SA_WSYNC_PRIV_H
@@ -65,6 +66,10 @@ struct wsync {
         int wd;
     } movers[WSYNC_MOVERS];
     unsigned mover_next;
+    int bar[2];            /* wbar.c: the barrier pipe (read, write), or -1 */
+    int bar_wd;            /* its watch on the current fd, or -1: no barrier */
+    unsigned long bar_sent, bar_done; /* barriers written, and read back */
+    int bar_want;          /* a node waits for a barrier not written yet */
     int rebuild;           /* an overflow: start over with a fresh inotify fd */
     int halted;
     ev_io io;
@@ -96,6 +101,23 @@ int ws_follow_move(struct wsync *s, struct wnode *m, struct wnode *parent, const
 /* List what top holds (fd: top open already, taken; or -1) and below. */
 void ws_scan(struct wsync *s, struct wnode *top, int fd, int report);
 void ws_relist_renamed(struct wsync *s, struct wnode *top);
+
+/* wbar.c */
+void ws_bar_init(struct wsync *s);   /* wsync_new: the pipe (none without /proc) */
+void ws_bar_arm(struct wsync *s);    /* arm: watch it on the fresh fd */
+void ws_bar_close(struct wsync *s);
+/* n was placed by looking at the file system: its renames are checked by
+ * inode until the next barrier (written by ws_bar_flush) is read. */
+void ws_bar_need(struct wsync *s, struct wnode *n);
+/* n's place in the model is in step with the events read so far. */
+int ws_bar_sure(const struct wsync *s, const struct wnode *n);
+/* Write the barrier a node waits for, unless one is in flight. */
+void ws_bar_flush(struct wsync *s);
+/* Give the barrier's watch up (the watch limit): 1 if it had one. What waits
+ * for a barrier is checked by inode from then on. */
+int ws_bar_drop(struct wsync *s);
+/* 1 when ev is the barrier's (consumed), 0 for any other event. */
+int ws_bar_event(struct wsync *s, const struct inotify_event *ev);
 
 /* wprobe.c */
 #define WS_STALE (-2)

@@ -40,6 +40,10 @@ struct wnode {
     ino_t ino;                     /* ROOT is taken as named); set by the caller */
     uint32_t cookie;               /* IN_MOVED_FROM cookie while `moving` */
     unsigned char moving;          /* renamed away, destination not seen yet */
+    unsigned char move_sure;       /* ... while its place was in step (sure_at) */
+    unsigned long sure_at;         /* its place is in step with the events once
+                                    * the service's barrier number sure_at is
+                                    * read (0 after wtree_add; set by the caller) */
     unsigned char relist;          /* a subdirectory could not be watched, or the
                                     * listing was cut short, because the path was
                                     * stale: list again once renamed */

@@ -87,6 +87,8 @@ static int add_watch(struct wsync *s, int fd, const struct wnode *parent, const 
         *existing = 1;
         wd = ws_watch_fd(s, fd, parent, name, len, WSYNC_SUB_FLAGS | s->wextra);
     }
+    if (wd < 0 && errno == ENOSPC && ws_bar_drop(s)) /* the watch limit: a directory first */
+        return add_watch(s, fd, parent, name, len, existing);
     return wd;
 }
 
@@ -147,7 +149,9 @@ static struct wnode *reuse(struct wsync *s, struct wnode *old, int wd, int exist
          * parent's listing and its IN_CREATE both found it), or renamed
          * without our seeing the pair of events. Never a loop (bind mounts). */
         if (old == s->t.root || wtree_is_ancestor(old, parent)) return NULL;
+        int here = wtree_child(&s->t, parent, name, len) == old;
         if (ws_place(s, old, parent, name, len) < 0) return NULL;
+        if (!here) ws_bar_need(s, old); /* placed by looking: checked by inode a while */
         old->moving = 0;
         return old;
     }
@@ -180,6 +184,7 @@ static struct wnode *attach(struct wsync *s, struct wnode *parent, const char *n
     if (n) {
         n->dev = st->st_dev;
         n->ino = st->st_ino;
+        ws_bar_need(s, n);
         return n;
     }
     int e = errno;
@@ -223,32 +228,50 @@ struct wnode *ws_add_dir(struct wsync *s, struct wnode *parent, int pfd, const c
 
 /* ---- following renames --------------------------------------------------- */
 
-static int place_moved(struct wsync *s, struct wnode *m, struct wnode *parent, const char *name, size_t len)
+/* Move m to (parent, name); `looked`: decided by looking at the file
+ * system, not by the events alone (then checked by inode a while). */
+static int place_moved(struct wsync *s, struct wnode *m, struct wnode *parent, const char *name, size_t len,
+                       int looked)
 {
     if (ws_place(s, m, parent, name, len) == 0) {
         m->moving = 0;
+        if (looked) ws_bar_need(s, m);
         return 1;
     }
     ws_drop(s, m, -1, 0); /* a loop: forget it */
     return 0;
 }
 
+/* The events alone tell: m was the directory at the old name when its
+ * IN_MOVED_FROM was read, and so was whatever the model holds at the new
+ * name (the directory the rename replaced), both in step with the events. */
+static int in_step(struct wsync *s, const struct wnode *m, const struct wnode *parent, const char *name, size_t len)
+{
+    const struct wnode *there = wtree_child(&s->t, parent, name, len);
+    return m->move_sure && ws_bar_sure(s, m) && (!there || (there != m && ws_bar_sure(s, there)));
+}
+
 int ws_follow_move(struct wsync *s, struct wnode *m, struct wnode *parent, const char *name, size_t len)
 {
-    /* The cookie pairs the names; the inode says whether m is what moved:
-     * the IN_MOVED_FROM may have named an earlier directory of m's name. */
+    /* The cookie pairs the names. A model in step with the events names the
+     * directory that moved: its watch descriptor is its identity, and its
+     * events read from now on carry the new path. */
+    if (in_step(s, m, parent, name, len)) return place_moved(s, m, parent, name, len, 0);
+    /* Otherwise the inode says whether m is what moved: the IN_MOVED_FROM
+     * may have named an earlier directory of m's name. */
     struct stat at, was;
     enum ws_probe to = ws_probe(s, parent, name, len, &at);
     if ((to == WS_FOUND && ws_same(&s->t, m, &at)) || to == WS_UNKNOWN)
-        return place_moved(s, m, parent, name, len); /* seen there, or cannot tell: the events say so */
+        return place_moved(s, m, parent, name, len, 1); /* seen there, or cannot tell: the events say so */
     enum ws_probe from = ws_probe(s, m->parent, m->name, m->name_len, &was);
     if (from == WS_FOUND && ws_same(&s->t, m, &was)) {
         m->moving = 0; /* still where it was: another directory moved */
+        ws_bar_need(s, m);
         return 0;
     }
     /* Neither here nor there: renamed on since (the later events follow
      * it), unless another directory holds the new name now. */
-    if (to == WS_ABSENT) return place_moved(s, m, parent, name, len);
+    if (to == WS_ABSENT) return place_moved(s, m, parent, name, len, 1);
     if (from == WS_UNKNOWN) ws_mark_relist(s, m->parent); /* m may still be in it */
     ws_drop(s, m, -1, 0); /* where it went, later events tell */
     return 0;

@@ -6,7 +6,11 @@
  * all before the service reads "a created" - by then the path a names a
  * later directory. Every bN must keep its subtree and its events under its
  * own name, and nothing be reported under a path that never held it; the
- * same with watches added by path (no /proc). And a front-end's admission
+ * same with watches added by path (no /proc). Directories renamed back and
+ * forth (mv pN rN; mv rN pN) with files written in between, all before the
+ * service reads: each event under the name the renames read before it gave
+ * its directory, also when a rename's IN_MOVED_FROM ends one read and its
+ * IN_MOVED_TO begins the next. And a front-end's admission
  * (wsync_set_admit): a refused directory is never watched or listed, in the
  * first walk or when it appears, and a change of its attributes is
  * followed both ways.
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +49,7 @@ static void on_event(void *ctx, uint32_t mask, const char *path, size_t len, con
 {
     (void)error;
     struct seen *c = ctx;
+    if (memmem(path, len, "/fill", 5)) return; /* padding, never looked at */
     if (c->n == MAX_EVENTS) return;
     c->mask[c->n] = mask;
     c->path[c->n] = strndup(path, len);
@@ -173,6 +179,142 @@ static void test_renamed_and_recreated_without_proc(void **s)
     renamed_and_recreated(1);
 }
 
+/* ---- renamed back and forth ---------------------------------------------- */
+
+#define DIRS 10
+#define SWAPS 10
+
+static void rename_pair(const char *from_fmt, const char *to_fmt, int n)
+{
+    char a[160], b[160];
+    at(a, sizeof a, from_fmt, n);
+    at(b, sizeof b, to_fmt, n);
+    assert_int_equal(rename(a, b), 0);
+}
+
+static void touch_in(const char *dir_fmt, int n, const char *file, int k)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "%s/%s%d-%d", dir_fmt, file, n, k);
+    touch_at(rel, n);
+}
+
+/* One round for directory n: a file, the rename there, a file, the rename
+ * back, a file. */
+static void swap_round(int n, int k)
+{
+    touch_in("p%d", n, "a", k);
+    rename_pair("p%d", "r%d", n);
+    touch_in("r%d", n, "b", k);
+    rename_pair("r%d", "p%d", n);
+    touch_in("p%d", n, "c", k);
+}
+
+static int closed_under(const struct seen *c, char dir, int n, const char *file, int k)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "%c%d/%s%d-%d", dir, n, file, n, k);
+    return has(c, IN_CLOSE_WRITE, rel, 0);
+}
+
+/* The IN_CLOSE_WRITE of file N-k of directory n: under dir N (exact), or
+ * under either of its names. */
+static void expect_closed(const struct seen *c, char dir, int n, const char *file, int k, int exact)
+{
+    if (closed_under(c, dir, n, file, k) || (!exact && closed_under(c, dir == 'p' ? 'r' : 'p', n, file, k)))
+        return;
+    fail_msg("no IN_CLOSE_WRITE for %c%d/%s%d-%d%s", dir, n, file, n, k, exact ? "" : " (nor its other name)");
+}
+
+static struct wsync *swap_start(struct seen *c, struct ev_loop *loop, int no_proc)
+{
+    strcpy(root, "/tmp/test_wsync.XXXXXX");
+    assert_non_null(mkdtemp(root));
+    for (int n = 0; n < DIRS - 1; n++) mkdir_at("p%d", n);
+    char err[ERR_LEN];
+    struct wsync *w = wsync_new(root, 1, &ops, c, err);
+    assert_non_null(w);
+    w->no_proc = no_proc;
+    assert_int_equal(wsync_start(w, loop, err), 0);
+    mkdir_at("p%d", DIRS - 1); /* one that appears while watched */
+    /* The marks behind the first walk and behind the new directory's
+     * watch: in step from here. */
+    wsync_drain(w);
+    return w;
+}
+
+static void swap_end(struct wsync *w, struct ev_loop *loop, struct seen *c)
+{
+    wsync_free(w);
+    ev_loop_destroy(loop);
+    for (int i = 0; i < c->n; i++) free(c->path[i]);
+    free(c);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void back_and_forth(int no_proc)
+{
+    struct seen *c = calloc(1, sizeof *c);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct wsync *w = swap_start(c, loop, no_proc);
+    for (int k = 0; k < SWAPS; k++)
+        for (int n = 0; n < DIRS; n++) swap_round(n, k);
+    wsync_drain(w); /* every rename read long after the directory came back */
+    assert_int_equal(c->lost, 0);
+    assert_int_equal(c->ended, 0);
+    for (int i = 0; i < c->n; i++) assert_int_not_equal(c->mask[i], IN_Q_OVERFLOW);
+    /* Without /proc there is no mark: each rename is checked by inode, and a
+     * directory back at its old name by then keeps it (README). */
+    for (int k = 0; k < SWAPS; k++)
+        for (int n = 0; n < DIRS; n++) {
+            expect_closed(c, 'p', n, "a", k, !no_proc);
+            expect_closed(c, 'r', n, "b", k, !no_proc);
+            expect_closed(c, 'p', n, "c", k, !no_proc);
+        }
+    swap_end(w, loop, c);
+}
+
+static void test_renamed_back_and_forth_before_read(void **s)
+{
+    (void)s;
+    back_and_forth(0);
+}
+
+static void test_renamed_back_and_forth_without_proc(void **s)
+{
+    (void)s;
+    back_and_forth(1);
+}
+
+/* The IN_MOVED_FROM of p0 -> r0 is the last event of one read (WSYNC_READ_BUF
+ * bytes), its IN_MOVED_TO the first of the next: 8,191 events of 32 bytes
+ * (names of 8 bytes) queued before it. */
+static void test_rename_split_across_reads(void **s)
+{
+    (void)s;
+    struct seen *c = calloc(1, sizeof *c);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct wsync *w = swap_start(c, loop, 0);
+    size_t ev = sizeof(struct inotify_event) + 16, fill = WSYNC_READ_BUF / ev - 1;
+    for (size_t i = 0; i < fill / 2; i++) touch_at("fill%04d", (int)i); /* IN_CREATE, IN_CLOSE_WRITE */
+    char p[160];
+    at(p, sizeof p, "fill%04d", 0);
+    assert_int_equal(unlink(p), 0); /* IN_DELETE: the odd one */
+    int queued = -1;
+    assert_int_equal(ioctl(w->fd, FIONREAD, &queued), 0);
+    assert_int_equal((size_t)queued, fill * ev);
+    swap_round(0, 0);
+    wsync_drain(w);
+    assert_int_equal(c->lost, 0);
+    expect_closed(c, 'p', 0, "a", 0, 1);
+    expect_closed(c, 'r', 0, "b", 0, 1);
+    expect_closed(c, 'p', 0, "c", 0, 1);
+    assert_true(has(c, IN_MOVED_FROM | IN_ISDIR, "p%d", 0) && has(c, IN_MOVED_TO | IN_ISDIR, "r%d", 0));
+    swap_end(w, loop, c);
+}
+
 /* ---- admission ------------------------------------------------------------ */
 
 /* The test's rule: a directory of mode 0711 is refused. */
@@ -277,6 +419,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_renamed_and_recreated_before_read),
         cmocka_unit_test(test_renamed_and_recreated_without_proc),
+        cmocka_unit_test(test_renamed_back_and_forth_before_read),
+        cmocka_unit_test(test_renamed_back_and_forth_without_proc),
+        cmocka_unit_test(test_rename_split_across_reads),
         cmocka_unit_test(test_admission_refuses_and_follows_attributes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
