@@ -86,9 +86,11 @@ run_sdk() { # $1 = agent, $2 = where tests/sdk/install.sh put the SDK
     run_pytest_dir "sdk (E2B JS SDK): $1" "$here/sdk" SANDBOX_AGENT="$1" SANDBOX_AGENT_SDK_DIR="$2"
 }
 
-run_layers() { # the #include direction (tests/layers.py): one check
+run_layers() { # the #include direction (tests/layers.py) and the tree's shape (tests/tree.py): two checks
     echo "== layers: #include direction"
     if "$PYTHON" "$here/layers.py" "$here/.."; then passed=$((passed + 1)); else failed=$((failed + 1)); broken="$broken layers"; fi
+    echo "== tree: exported names, folder shares, include circles, guards"
+    if "$PYTHON" "$here/tree.py" "$here/.."; then passed=$((passed + 1)); else failed=$((failed + 1)); broken="$broken tree"; fi
 }
 
 run_fuzz() {

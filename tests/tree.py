@@ -10,6 +10,8 @@ direction (both run by make test):
   shares   no folder holds more than MAX_SHARE of the production lines
   circles  no circle of includes between files spans two folders (a circle
            inside one folder is one unit split in files)
+  guards   a header's include guard is its path: agent/api/http/conn.h is
+           SA_API_HTTP_CONN_H (runner/ and inotify/ keep their top folder)
 
 Prints each violation and exits 1 when there is one.
 usage: tests/tree.py [ROOT]
@@ -167,6 +169,24 @@ def check_circles():
     return bad
 
 
+def guard_of(path):
+    p = path[len("agent/"):] if path.startswith("agent/") else path
+    return "SA_" + re.sub(r"[^A-Za-z0-9]", "_", p[:-2]).upper() + "_H"
+
+
+def check_guards():
+    bad = []
+    for path in sources():
+        if not path.endswith(".h"):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            m = re.search(r"^#ifndef (\w+)\n#define \1\n", f.read(), re.M)
+        want = guard_of(path)
+        if not m or m.group(1) != want:
+            bad.append("%s: include guard %s, not %s" % (path, m.group(1) if m else "missing", want))
+    return bad
+
+
 def self_test():
     g = {"a/x": {"a/y"}, "a/y": {"a/x", "b/z"}, "b/z": {"a/x"}, "c/w": set()}
     comps = [c for c in strongly_connected(g) if len(c) > 1]
@@ -185,10 +205,10 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     os.chdir(root)
     report = "-v" in sys.argv
-    bad = check_names() + check_shares(report) + check_circles()
+    bad = check_names() + check_shares(report) + check_circles() + check_guards()
     for b in bad:
         print("tree: " + b)
-    print("tree: names, folder shares and include circles checked, %d violations" % len(bad))
+    print("tree: names, folder shares, include circles and guards checked, %d violations" % len(bad))
     return 1 if bad else 0
 
 

@@ -51,7 +51,7 @@ static int read_listen(struct api_config *cfg, int has_token, char *err)
     if (listen_check(cfg->listen, &cfg->addr, has_token, ins && !strcmp(ins, "1"), &warn, err) < 0)
         return -1;
     if (warn)
-        log_warn("serve: " ENV_INSECURE "=1: serving %s with no token; anyone who reaches it "
+        log_warn("api: " ENV_INSECURE "=1: serving %s with no token; anyone who reaches it "
                  "can run commands here", cfg->listen);
     return 0;
 }
@@ -105,7 +105,7 @@ static void on_drained(struct server *s, void *ctx)
     struct api *a = ctx;
     a->done = 1;
     ev_timer_stop(a->loop, &a->bound_w);
-    log_info("serve: stopped");
+    log_info("api: stopped");
     if (a->on_done) a->on_done(a->done_ctx);
 }
 
@@ -121,7 +121,7 @@ static void on_step(struct ev_loop *loop, ev_timer *w, int revents)
 static void on_bound(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct api *a = w->data;
-    log_warn("serve: %zu processes still running %.3g s after the stop; closing anyway",
+    log_warn("api: %zu processes still running %.3g s after the stop; closing anyway",
              proc_table_running(a->t), a->cfg.procs.grace + STOP_SLACK_SECONDS);
     on_step(loop, &a->step_w, 0);
 }
@@ -160,7 +160,7 @@ void api_stop(struct api *a, api_done_fn done, void *ctx)
         step_soon(a);
         return;
     }
-    log_info("serve: stopping %zu processes", proc_table_running(a->t));
+    log_info("api: stopping %zu processes", proc_table_running(a->t));
     ev_timer_set(&a->bound_w, a->cfg.procs.grace + STOP_SLACK_SECONDS, 0);
     ev_timer_start(a->loop, &a->bound_w);
 }
@@ -185,7 +185,7 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
     if (!(a->t = proc_table_new(loop, &a->cfg.procs, err))) return -1;
     int fd = listen_open(&a->cfg.addr, why);
     if (fd < 0) {
-        err_set(err, "serve: cannot listen on %s: %s", a->cfg.listen, why);
+        err_set(err, "api: cannot listen on %s: %s", a->cfg.listen, why);
         proc_table_free(a->t);
         a->t = NULL;
         return -1;
@@ -196,7 +196,7 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
     server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout,
                  a->cfg.first_head, &app);
     a->started = 1;
-    log_info("serve: listening on %s", a->cfg.listen);
+    log_info("api: listening on %s", a->cfg.listen);
     return 0;
 }
 

@@ -4,8 +4,8 @@
  * process.Process and filesystem.Filesystem, each unary or server-streaming,
  * with the handler that serves it (README "sandbox-agent serve").
  */
-#ifndef SA_SERVE_ROUTES_H
-#define SA_SERVE_ROUTES_H
+#ifndef SA_API_ROUTES_H
+#define SA_API_ROUTES_H
 
 #include "agent/api/connect/rpc.h"
 #include "agent/api/http/server.h"

@@ -4,8 +4,8 @@
  * one every 72 characters, so this file is the only caller of it. Decoding
  * is strict where libb64's decoder skips what it does not know.
  */
-#ifndef SA_B64_H
-#define SA_B64_H
+#ifndef SA_CORE_B64_H
+#define SA_CORE_B64_H
 
 #include "agent/core/buf.h"
 

@@ -66,21 +66,31 @@ int buf_putc(struct buf *b, char c) { return buf_append(b, &c, 1); }
 
 int buf_puts(struct buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
 
-int buf_printf(struct buf *b, const char *fmt, ...)
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
     char small[256];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    int rc = -1;
+    if (n >= 0 && (size_t)n < sizeof small) {
+        rc = buf_append(b, small, (size_t)n);
+    } else if (n >= 0 && buf_reserve(b, (size_t)n) == 0) {
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+        rc = 0;
+    }
+    va_end(again);
+    return rc;
+}
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    int rc = buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0) return -1;
-    if ((size_t)n < sizeof small) return buf_append(b, small, (size_t)n);
-    if (buf_reserve(b, (size_t)n) < 0) return -1;
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-    return 0;
+    return rc;
 }
 
 int buf_put_u64(struct buf *b, unsigned long long v, int width)

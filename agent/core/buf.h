@@ -5,9 +5,10 @@
  * stated where it is created (buf_init's `max`). Appending past the bound fails
  * with -1 and leaves the buffer as it was; it never aborts.
  */
-#ifndef SA_BUF_H
-#define SA_BUF_H
+#ifndef SA_CORE_BUF_H
+#define SA_CORE_BUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 struct buf {
@@ -25,6 +26,8 @@ int buf_append(struct buf *b, const void *p, size_t n);
 int buf_putc(struct buf *b, char c);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a va_list. */
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Decimal integers without printf (hot paths: one per listed file). width > 0
  * pads with leading zeros to that many digits. */
 int buf_put_u64(struct buf *b, unsigned long long v, int width);

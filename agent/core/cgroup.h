@@ -7,7 +7,7 @@
  *
  * Owns the paths and the pseudo-file I/O only: each call is a few reads or
  * writes of local kernel files, never a wait. When to look again and what a
- * signal means is the caller's (agent/proc/pgroup.c). The parsers of
+ * signal means is the caller's (agent/proc/proc_group.c). The parsers of
  * /proc/self/cgroup and /proc/self/mountinfo are pure (no I/O), unit-tested
  * in tests/unit/test_cgroup.c.
  *
@@ -17,8 +17,8 @@
  * then a writable v1 freezer hierarchy, then a writable v1 pids hierarchy
  * (neither freeze nor kill: members are signalled one by one).
  */
-#ifndef SA_CGROUP_H
-#define SA_CGROUP_H
+#ifndef SA_CORE_CGROUP_H
+#define SA_CORE_CGROUP_H
 
 #include "agent/core/descendants.h"
 

@@ -39,7 +39,7 @@
  * die, e.g. in uninterruptible sleep, is signalled again). */
 #define SWEEP_TICK 0.02
 
-void pid_list_free(struct pid_list *l)
+void descendants_list_free(struct pid_list *l)
 {
     free(l->pid);
     memset(l, 0, sizeof *l);
@@ -156,7 +156,7 @@ static long sweep_tree(void)
         descendants_children(p, &l);
         kill(p, SIGKILL);
     }
-    pid_list_free(&l);
+    descendants_list_free(&l);
     return (long)ours;
 }
 

@@ -8,19 +8,19 @@
  * stays the reaper's (spawn.h): the loop only runs the event loop while the
  * killed processes are reaped.
  */
-#ifndef SA_DESCENDANTS_H
-#define SA_DESCENDANTS_H
+#ifndef SA_CORE_DESCENDANTS_H
+#define SA_CORE_DESCENDANTS_H
 
 #include <ev.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-/* A growable list of pids; zero-initialise, free with pid_list_free. */
+/* A growable list of pids; zero-initialise, free with descendants_list_free. */
 struct pid_list {
     pid_t *pid;
     size_t n, cap;
 };
-void pid_list_free(struct pid_list *l);
+void descendants_list_free(struct pid_list *l);
 
 /* Append the pids of a children file's text ("PID PID ... "): only numbers
  * followed by a separator count, so text cut short never yields a partial

@@ -1,13 +1,24 @@
 /*
- * err.h - the agent's one error convention, after redis's anetSetError: a
+ * err.h - the agent's error convention, after redis's anetSetError: a
  * function that can fail takes `char *err` (a caller's buffer of ERR_LEN
  * bytes, or NULL when the caller does not want the text), writes one line
- * saying what went wrong into it with err_set, and returns -1 (or NULL).
- * Callers log or print the text; helpers never exit() and never log the
- * same failure twice.
+ * saying what went wrong into it with err_set, and returns -1 (or NULL),
+ * errno set when the caller picks a code by it. Callers log or print the
+ * text; helpers never exit() and never log the same failure twice.
+ *
+ * Two narrower forms, each for one kind of function and only there:
+ *   const char **why  a pure decoder of untrusted input whose every reason
+ *                     is a fixed text (a Connect envelope, a request message,
+ *                     a query, gzip): *why points at a static string, so the
+ *                     hot path formats nothing and the caller sends the
+ *                     reason as it is.
+ *   struct files_err  the file service (agent/files/files.h): a failure is
+ *                     an errno, the path that failed (a descendant deep in a
+ *                     recursive remove, not the path asked for) and the text,
+ *                     which callers map to their own codes and formats.
  */
-#ifndef SA_ERR_H
-#define SA_ERR_H
+#ifndef SA_CORE_ERR_H
+#define SA_CORE_ERR_H
 
 #define ERR_LEN 256
 

@@ -12,8 +12,8 @@
  *
  * Owns the pipe (both ends) and its relay.
  */
-#ifndef SA_ERRPIPE_H
-#define SA_ERRPIPE_H
+#ifndef SA_CORE_ERRPIPE_H
+#define SA_CORE_ERRPIPE_H
 
 #include "agent/core/outlet.h"
 #include "agent/core/relay.h"

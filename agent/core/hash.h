@@ -14,8 +14,8 @@
  * tree (by watch descriptor, by parent and name) and mcp-status (duplicate
  * names).
  */
-#ifndef SA_HASH_H
-#define SA_HASH_H
+#ifndef SA_CORE_HASH_H
+#define SA_CORE_HASH_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * io.h - small fd and path helpers shared by the modes: full writes, flags,
  * mkdir -p, and closing what the agent inherited.
  */
-#ifndef SA_IO_H
-#define SA_IO_H
+#ifndef SA_CORE_IO_H
+#define SA_CORE_IO_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -5,8 +5,8 @@
  * hold the bytes themselves, ready for a decoder (cJSON) that would refuse a
  * lone surrogate. Paths with any bytes survive a round trip that way.
  */
-#ifndef SA_JSONBYTES_H
-#define SA_JSONBYTES_H
+#ifndef SA_CORE_JSONBYTES_H
+#define SA_CORE_JSONBYTES_H
 
 #include <stddef.h>
 

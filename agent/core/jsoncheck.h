@@ -9,8 +9,8 @@
  * re-serialising it. This validator only answers "is it JSON, of what type,
  * and where is it wrong"; cJSON still does the decoding where values are needed.
  */
-#ifndef SA_JSONCHECK_H
-#define SA_JSONCHECK_H
+#ifndef SA_CORE_JSONCHECK_H
+#define SA_CORE_JSONCHECK_H
 
 #include <stddef.h>
 

@@ -6,8 +6,8 @@
  * pairs), floats as repr() writes them. The output is pure ASCII, so it is
  * always valid UTF-8.
  */
-#ifndef SA_JSONW_H
-#define SA_JSONW_H
+#ifndef SA_CORE_JSONW_H
+#define SA_CORE_JSONW_H
 
 #include "agent/core/buf.h"
 

@@ -3,8 +3,8 @@
  * "sandbox-agent: ". SANDBOX_AGENT_LOG=debug|info|warn sets the threshold
  * (default warn). Errors are always printed. Owns nothing but the level.
  */
-#ifndef SA_LOG_H
-#define SA_LOG_H
+#ifndef SA_CORE_LOG_H
+#define SA_CORE_LOG_H
 
 enum log_level { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3 };
 

@@ -7,8 +7,8 @@
  * it is known to be too long, and the rest up to the next newline is skipped.
  * So memory stays at most `max` + the caller's chunk, whatever the input.
  */
-#ifndef SA_LSPLIT_H
-#define SA_LSPLIT_H
+#ifndef SA_CORE_LSPLIT_H
+#define SA_CORE_LSPLIT_H
 
 #include "agent/core/buf.h"
 

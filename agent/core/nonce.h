@@ -6,8 +6,8 @@
  * Owns the secrets' only copies. Must run before anything forks, logs the
  * environment or calls setenv: it wipes the kernel-visible environment block.
  */
-#ifndef SA_NONCE_H
-#define SA_NONCE_H
+#ifndef SA_CORE_NONCE_H
+#define SA_CORE_NONCE_H
 
 #include <stddef.h>
 

@@ -5,8 +5,8 @@
  * is a usage error, never a guess. No I/O, no globals: unit-tested
  * (tests/unit/test_num.c) and fuzzed (tests/fuzz/fuzz_num.c) on their own.
  */
-#ifndef SA_NUM_H
-#define SA_NUM_H
+#ifndef SA_CORE_NUM_H
+#define SA_CORE_NUM_H
 
 #include <stdint.h>
 #include <sys/types.h>

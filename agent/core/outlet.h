@@ -13,8 +13,8 @@
  * pipe; a stopped terminal can still hold such a write (README, "Where the
  * contract is silent").
  */
-#ifndef SA_OUTLET_H
-#define SA_OUTLET_H
+#ifndef SA_CORE_OUTLET_H
+#define SA_CORE_OUTLET_H
 
 #include <stddef.h>
 #include <sys/types.h>

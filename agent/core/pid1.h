@@ -4,8 +4,8 @@
  * catch every forwardable signal (sig.h), and read the two variables that
  * tune every supervisor (signal target, grace period).
  */
-#ifndef SA_PID1_H
-#define SA_PID1_H
+#ifndef SA_CORE_PID1_H
+#define SA_CORE_PID1_H
 
 #include "agent/core/rewrite.h"
 #include "agent/core/sig.h"

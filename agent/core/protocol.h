@@ -6,8 +6,8 @@
  * with clients and log scanners already deployed, not a rename. No other file
  * spells these literals.
  */
-#ifndef SA_PROTOCOL_H
-#define SA_PROTOCOL_H
+#ifndef SA_CORE_PROTOCOL_H
+#define SA_CORE_PROTOCOL_H
 
 #define SA_NAME "sandbox-agent"
 #ifndef SA_VERSION

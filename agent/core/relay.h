@@ -22,8 +22,8 @@
  *   the pipe closes or is drained, each with an added newline: whatever the
  *   child writes, the agent's next protocol line starts a line.
  */
-#ifndef SA_RELAY_H
-#define SA_RELAY_H
+#ifndef SA_CORE_RELAY_H
+#define SA_CORE_RELAY_H
 
 #include "agent/core/outlet.h"
 

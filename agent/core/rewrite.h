@@ -8,8 +8,8 @@
  * gunicorn (which treat SIGTERM as "stop now"); 28:0 (SIGWINCH) keeps a
  * resize from reaching Apache, which takes SIGWINCH as "graceful stop".
  */
-#ifndef SA_REWRITE_H
-#define SA_REWRITE_H
+#ifndef SA_CORE_REWRITE_H
+#define SA_CORE_REWRITE_H
 
 #define REWRITE_NSIG 65 /* signals 1..64; index 0 unused */
 /* The longest value taken: 64 pairs of the longest names. */

@@ -10,8 +10,8 @@
  * ring keeps working at its current size, retaining less. No I/O, no loop:
  * unit-tested on its own (tests/unit/test_ring.c).
  */
-#ifndef SA_RING_H
-#define SA_RING_H
+#ifndef SA_CORE_RING_H
+#define SA_CORE_RING_H
 
 #include "agent/core/buf.h"
 

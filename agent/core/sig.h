@@ -7,8 +7,8 @@
  * with. Does not decide what a signal means: the mode's callback chooses
  * (forward, start a grace period, shut down).
  */
-#ifndef SA_SIG_H
-#define SA_SIG_H
+#ifndef SA_CORE_SIG_H
+#define SA_CORE_SIG_H
 
 #include <ev.h>
 

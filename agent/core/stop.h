@@ -8,8 +8,8 @@
  * tells it the leader exited, and it calls stop_cancel then (or lets the
  * timer kill what the leader left behind in its group).
  */
-#ifndef SA_STOP_H
-#define SA_STOP_H
+#ifndef SA_CORE_STOP_H
+#define SA_CORE_STOP_H
 
 #include <ev.h>
 #include <sys/types.h>

@@ -213,18 +213,23 @@ void user_names_init(struct user_names *c, const char *passwd, const char *group
 
 struct name_search {
     unsigned id;
-    int fields;  /* 7 in passwd, 4 in group */
     char *out;
     int found;
 };
 
-/* name:x:id:...: the first line with the id wins. */
+/* name:x:id[:...] in either file (the fields after the id need not be
+ * there, as ls needs only these three): the first line with the id wins. */
 static int on_name_line(void *ctx, enum lsplit_kind kind, const char *p, size_t n)
 {
     struct name_search *s = ctx;
-    struct field f[FIELDS_MAX];
+    struct field f[3];
     unsigned id;
-    if (kind != LSPLIT_LINE || skipped_line(p, n) || split(p, n, f, s->fields) < 0 || !f[0].n) return 0;
+    const char *c2 = NULL, *c1 = memchr(p, ':', n);
+    if (c1) c2 = memchr(c1 + 1, ':', n - (size_t)(c1 + 1 - p));
+    if (kind != LSPLIT_LINE || skipped_line(p, n) || !c2 || c1 == p) return 0;
+    const char *end = memchr(c2 + 1, ':', n - (size_t)(c2 + 1 - p));
+    f[0] = (struct field){p, (size_t)(c1 - p)};
+    f[2] = (struct field){c2 + 1, end ? (size_t)(end - c2 - 1) : n - (size_t)(c2 + 1 - p)};
     if (field_id(&f[2], &id) < 0 || id != s->id || field_copy(&f[0], s->out, USER_NAME_MAX) < 0) return 0;
     s->found = 1;
     return 1;
@@ -237,7 +242,7 @@ const char *user_names_get(struct user_names *c, unsigned id, int is_group)
     size_t slot = c->n < USER_NAMES_CACHE ? c->n++ : c->next++ % USER_NAMES_CACHE;
     c->e[slot].id = id;
     c->e[slot].is_group = is_group;
-    struct name_search s = {id, is_group ? 4 : 7, c->e[slot].name, 0};
+    struct name_search s = {id, c->e[slot].name, 0};
     if (each_line(is_group ? c->group : c->passwd, on_name_line, &s) < 0 || !s.found)
         snprintf(c->e[slot].name, sizeof c->e[slot].name, "%u", id);
     return c->e[slot].name;

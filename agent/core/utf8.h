@@ -2,8 +2,8 @@
  * utf8.h - the one UTF-8 decoder of the agent, strict as Python's: no overlong
  * forms, no encoded surrogates, nothing above U+10FFFF.
  */
-#ifndef SA_UTF8_H
-#define SA_UTF8_H
+#ifndef SA_CORE_UTF8_H
+#define SA_CORE_UTF8_H
 
 #include <stddef.h>
 

@@ -8,8 +8,8 @@
  * it on failure (the caller need not initialise it); to replace a failure
  * already recorded, files_err_free it first.
  */
-#ifndef SA_FILES_PRIV_H
-#define SA_FILES_PRIV_H
+#ifndef SA_FILES_FILES_PRIV_H
+#define SA_FILES_FILES_PRIV_H
 
 #include "agent/files/files.h"
 

@@ -7,8 +7,8 @@
  * status mapping. Touches no file: what it formats comes from the file
  * service (agent/files/files.h).
  */
-#ifndef SA_FSOUT_H
-#define SA_FSOUT_H
+#ifndef SA_FS_FSOUT_H
+#define SA_FS_FSOUT_H
 
 #include "agent/core/buf.h"
 #include "agent/files/files.h"

@@ -2,8 +2,8 @@
  * fsrun.h - each `fs` op once its command line is parsed: call the file
  * service, print the one result line, return the exit status (fsrun.c).
  */
-#ifndef SA_FSRUN_H
-#define SA_FSRUN_H
+#ifndef SA_FS_FSRUN_H
+#define SA_FS_FSRUN_H
 
 #include <stdint.h>
 #include <sys/types.h>

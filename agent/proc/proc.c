@@ -1,9 +1,10 @@
 /*
  * proc.c - the process table (see proc.h): starting, finding, listing,
  * signalling, keeping and dropping records, shutting down. The child's
- * making is plaunch.c's, its fds and end pio.c's.
+ * making is proc_launch.c's, its fds and end pio.c's.
  */
-#include "agent/proc/pimpl.h"
+#include "agent/proc/proc_priv.h"
+#include "agent/core/list.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/num.h"
@@ -53,13 +54,13 @@ static void cgroups_open(struct proc_table *t)
     char why[ERR_LEN];
     if (t->o.cgroups == CGROUP_WANT_OFF) return;
     if (cgroup_base_open(&t->cg, t->o.cgroups, why) == 0) {
-        log_info("serve: each process gets a cgroup of its own (%s) in %s", cgroup_kind_name(t->cg.kind), t->cg.dir);
+        log_info("proc: each process gets a cgroup of its own (%s) in %s", cgroup_kind_name(t->cg.kind), t->cg.dir);
         return;
     }
     if (t->o.cgroups == CGROUP_WANT_AUTO)
-        log_info("serve: no cgroups for the processes (%s): their descendants are found through /proc", why);
+        log_info("proc: no cgroups for the processes (%s): their descendants are found through /proc", why);
     else
-        log_warn("serve: %s asks for cgroups, but %s: descendants are found through /proc", ENV_CGROUPS, why);
+        log_warn("proc: %s asks for cgroups, but %s: descendants are found through /proc", ENV_CGROUPS, why);
 }
 
 struct proc_table *proc_table_new(struct ev_loop *loop, const struct proc_table_opts *o, char *err)
@@ -104,8 +105,8 @@ static void strv_free(char **v)
 static void rec_free(struct proc *p)
 {
     struct proc_table *t = p->t;
-    pio_release(p);
-    pgroup_release(p->g);
+    proc_io_release(p);
+    proc_group_release(p->g);
     if (p->pid_indexed) hash_del(&t->pids, &p->by_pid);
     if (p->tag && p->seq) hash_del(&t->tags, &p->by_tag);
     if (p->seq) {
@@ -133,7 +134,7 @@ void proc_table_free(struct proc_table *t)
 {
     if (!t) return;
     while (t->first) rec_free(t->first);
-    pgroup_free_all(t);
+    proc_group_free_all(t);
     cgroup_base_close(&t->cg);
     hash_free(&t->pids);
     hash_free(&t->tags);
@@ -224,13 +225,13 @@ struct proc *proc_start(struct proc_table *t, const struct proc_start *s, char *
         errno = ENOMEM;
         return NULL;
     }
-    if (plaunch(p, s, err) < 0) {
+    if (proc_launch(p, s, err) < 0) {
         int e = errno;
         rec_free(p);
         errno = e;
         return NULL;
     }
-    pio_start(p, s->timeout);
+    proc_io_start(p, s->timeout);
     rec_link(t, p);
     log_debug("process %d started: %s", (int)p->pid, p->argv[0]);
     return p;
@@ -304,7 +305,7 @@ int proc_send_input(struct proc *p, int to_pty, const void *data, size_t n, char
         errno = to_pty ? ENOTTY : EINVAL;
         return -1;
     }
-    return pio_input(p, data, n, err);
+    return proc_io_input(p, data, n, err);
 }
 
 int proc_close_stdin(struct proc *p, char *err)
@@ -315,13 +316,13 @@ int proc_close_stdin(struct proc *p, char *err)
         errno = EINVAL;
         return -1;
     }
-    return pio_close_input(p);
+    return proc_io_close_input(p);
 }
 
 int proc_signal(struct proc *p, int sig, char *err)
 {
     if (alive(p, err) < 0) return -1;
-    pgroup_signal(p->g, sig);
+    proc_group_signal(p->g, sig);
     return 0;
 }
 
@@ -331,10 +332,10 @@ void proc_stop(struct proc *p)
     p->timed_out = 1;
     ev_timer_stop(p->t->loop, &p->deadline); /* this is it */
     log_debug("process %d: timeout; stopping it and what it started", (int)p->pid);
-    pgroup_stop(p->g, SIGTERM, p->t->o.grace);
+    proc_group_stop(p->g, SIGTERM, p->t->o.grace);
 }
 
-const char *proc_cgroup(const struct proc *p) { return pgroup_cgroup(p->g); }
+const char *proc_cgroup(const struct proc *p) { return proc_group_cgroup(p->g); }
 
 int proc_resize(struct proc *p, unsigned short cols, unsigned short rows, char *err)
 {
@@ -362,10 +363,7 @@ void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *
     s->ctx = ctx;
     s->pos = NULL;
     s->stalled = 0;
-    s->prev = NULL;
-    s->next = p->subs;
-    if (p->subs) p->subs->prev = s;
-    p->subs = s;
+    LIST_PUSH(p->subs, s);
 }
 
 /* Drop the oldest finished records nobody is reading while over the cap. */
@@ -381,13 +379,10 @@ void proc_unsubscribe(struct proc_sub *s)
 {
     struct proc *p = s->p;
     if (!p) return;
-    if (s->prev) s->prev->next = s->next;
-    else p->subs = s->next;
-    if (s->next) s->next->prev = s->prev;
+    LIST_UNLINK(p->subs, s);
     s->p = NULL;
-    s->prev = s->next = NULL;
     if (!p->kept) {
-        ppace_check(p); /* what waited for s flows again */
+        proc_pace_check(p); /* what waited for s flows again */
         return;
     }
     if (p->forget && !p->subs) rec_free(p);
@@ -424,9 +419,9 @@ void proc_table_shutdown(struct proc_table *t, double grace)
 {
     t->shutting = 1;
     for (struct proc *p = t->first; p; p = p->next) {
-        ppace_check(p); /* nothing waits for a reader any more */
+        proc_pace_check(p); /* nothing waits for a reader any more */
         ev_timer_stop(t->loop, &p->deadline);
     }
     /* Every running process, and what finished ones left in their cgroups. */
-    pgroup_shutdown_all(t, grace);
+    proc_group_shutdown_all(t, grace);
 }

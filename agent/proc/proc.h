@@ -17,7 +17,7 @@
  * Never pushes data: a subscriber (an open Start or Connect stream) is told
  * "something is ready" and pulls with proc_read at its own pace, from its own
  * absolute offset; one that fell a whole ring behind jumps to the oldest
- * byte kept. A paced subscriber (proc_sub_pace) is waited for instead: the
+ * byte kept. A paced subscriber (proc_pace_sub) is waited for instead: the
  * child's output is not read past the point where it would fall a ring
  * behind (the child then blocks on its full pipe), unless it read nothing
  * for the table's stall time, or the table shuts down: then it is left to
@@ -37,7 +37,7 @@
 #define SA_PROC_PROC_H
 
 #include "agent/core/cgroup.h"
-#include "agent/proc/pstatus.h"
+#include "agent/proc/status.h"
 #include "agent/core/user.h"
 
 #include <ev.h>
@@ -83,7 +83,7 @@ struct proc_table *proc_table_new(struct ev_loop *loop, const struct proc_table_
 /* Frees every record, closing what is open; running children are left to
  * run (call proc_table_shutdown first and wait for their ends), except in
  * cgroups: what is left in one is killed, so that every cgroup is removed
- * (waiting outside the loop, PGROUP_FREE_WAIT seconds at most). */
+ * (waiting outside the loop, PROC_GROUP_FREE_WAIT seconds at most). */
 void proc_table_free(struct proc_table *t);
 
 struct proc_start {
@@ -107,10 +107,10 @@ struct proc *proc_start(struct proc_table *t, const struct proc_start *s, char *
  * none known) with envs gets: a login's PATH unless the base has one, the
  * base (proc_table_opts.base_env), HOME, USER, LOGNAME, SHELL, PWD, then
  * envs; the last of a name wins. A malloc'd array of malloc'd strings (free
- * with proc_env_free), or NULL when out of memory. */
-char **proc_env(const struct proc_table *t, const struct user_info *u, const char *cwd,
+ * with proc_launch_env_free), or NULL when out of memory. */
+char **proc_launch_env(const struct proc_table *t, const struct user_info *u, const char *cwd,
                 char *const *envs);
-void proc_env_free(char **env);
+void proc_launch_env_free(char **env);
 
 /* Lookups prefer the running process, else the most recently started. */
 struct proc *proc_by_pid(struct proc_table *t, pid_t pid);
@@ -167,7 +167,7 @@ struct proc_sub {
     struct proc *p;
     proc_ready_fn fn;
     void *ctx;
-    /* Pacing (proc_sub_pace); the table's own, zero from proc_subscribe. */
+    /* Pacing (proc_pace_sub); the table's own, zero from proc_subscribe. */
     const uint64_t *pos;        /* its read offsets, one per channel; NULL: not paced */
     ev_tstamp moved;            /* when it last read */
     int stalled;                /* read nothing for the stall time: left to skip */
@@ -177,9 +177,9 @@ struct proc_sub {
 void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *ctx);
 /* Ask that p's output wait for s (see the top): pos[0..PROC_CHANS) are s's
  * read offsets, the caller's memory for as long as s is subscribed. */
-void proc_sub_pace(struct proc_sub *s, const uint64_t *pos);
+void proc_pace_sub(struct proc_sub *s, const uint64_t *pos);
 /* s read (its offsets moved): output held back for it may flow again. */
-void proc_sub_moved(struct proc_sub *s);
+void proc_pace_moved(struct proc_sub *s);
 /* Unregister; the record may be dropped right away (finished, over the
  * cap): do not use s->p after this. Never signals the process. */
 void proc_unsubscribe(struct proc_sub *s);

@@ -11,8 +11,8 @@
  * and its accounting stay in one place. Does not stop it either: the session's
  * shutdown does that with agent/core/stop.h on the pid it reads here.
  */
-#ifndef SA_HANDLER_H
-#define SA_HANDLER_H
+#ifndef SA_SESSION_HANDLER_H
+#define SA_SESSION_HANDLER_H
 
 #include "agent/core/errpipe.h"
 #include "agent/core/lsplit.h"

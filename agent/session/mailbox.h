@@ -16,8 +16,8 @@
  * truncation followed by growth past the old offset before the agent looks
  * cannot be told from an append; inotify makes that window small.
  */
-#ifndef SA_MAILBOX_H
-#define SA_MAILBOX_H
+#ifndef SA_SESSION_MAILBOX_H
+#define SA_SESSION_MAILBOX_H
 
 #include "agent/core/lsplit.h"
 

@@ -8,8 +8,8 @@
  * the input except the output buffers, nothing recurses, and every function
  * answers for any byte string.
  */
-#ifndef SA_MSGLINE_H
-#define SA_MSGLINE_H
+#ifndef SA_SESSION_MSGLINE_H
+#define SA_SESSION_MSGLINE_H
 
 #include "agent/core/buf.h"
 

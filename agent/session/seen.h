@@ -7,8 +7,8 @@
  * memory is fixed at creation (about 700 KiB for 4096 ids), and the oldest id
  * is forgotten when a new one arrives in a full window.
  */
-#ifndef SA_SEEN_H
-#define SA_SEEN_H
+#ifndef SA_SESSION_SEEN_H
+#define SA_SESSION_SEEN_H
 
 #include <stddef.h>
 

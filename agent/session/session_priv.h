@@ -27,8 +27,8 @@
  * chunk, or a dead handler's last HANDLER_DRAIN_MAX) and the agent's own
  * short answers may go past it, never past OUT_MAX.
  */
-#ifndef SA_SESSION_STATE_H
-#define SA_SESSION_STATE_H
+#ifndef SA_SESSION_SESSION_PRIV_H
+#define SA_SESSION_SESSION_PRIV_H
 
 #include "agent/core/buf.h"
 #include "agent/core/hash.h"

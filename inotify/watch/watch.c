@@ -5,7 +5,7 @@
  *
  * A drop-in for the Python watcher program: same argv, same READY line, same
  * JSON lines byte for byte. What is watched and when, and what each event
- * means, is the tree service (inotify/tree/wsync.h); this mode is its
+ * means, is the tree service (inotify/tree/tree.h); this mode is its
  * front-end on stdout: the command line, the READY line, each event formatted
  * by wline.c into the output buffer and written, the timeout, SIGTERM/SIGINT
  * and the exit status. READY comes only once every directory is watched.
@@ -22,7 +22,7 @@
  */
 #include "inotify/watch/watch.h"
 #include "inotify/watch/wline.h"
-#include "inotify/tree/wsync.h"
+#include "inotify/tree/tree.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
@@ -71,7 +71,7 @@ struct watch {
     struct ev_loop *loop;
     const char *root;
     size_t root_len;
-    struct wsync *sync;
+    struct tree *sync;
     struct buf out;        /* pending stdout, bounded by WATCH_OUT_MAX */
     int ready;             /* READY is out: lines may be flushed as they come */
     int lost;              /* a line did not fit WATCH_OUT_MAX */
@@ -88,7 +88,7 @@ static void finish(struct watch *w, int rc)
         w->done = 1;
         w->rc = rc;
     }
-    if (w->sync) wsync_halt(w->sync);
+    if (w->sync) tree_halt(w->sync);
     ev_break(w->loop, EVBREAK_ALL);
 }
 
@@ -144,10 +144,10 @@ static void on_settling(void *ctx, int on) { ((struct watch *)ctx)->ready = !on;
 
 static void on_drained(void *ctx) { flush_out(ctx); }
 
-static void on_end(void *ctx, enum wsync_end why, const char *msg)
+static void on_end(void *ctx, enum tree_end why, const char *msg)
 {
     struct watch *w = ctx;
-    if (why == WSYNC_ROOT_GONE) {
+    if (why == TREE_ROOT_GONE) {
         log_error("watch: %s: %s", msg, w->root);
         finish(w, EXIT_WATCH_ROOT);
     } else {
@@ -156,7 +156,7 @@ static void on_end(void *ctx, enum wsync_end why, const char *msg)
     }
 }
 
-static const struct wsync_ops watch_ops = {on_event, on_lost, on_settling, on_drained, on_end};
+static const struct tree_ops watch_ops = {on_event, on_lost, on_settling, on_drained, on_end};
 
 /* ---- the loop's other watchers ------------------------------------------- */
 
@@ -166,7 +166,7 @@ static void on_timeout(struct ev_loop *loop, ev_timer *t, int revents)
     (void)revents;
     struct watch *w = t->data;
     /* What happened before the deadline is still reported. */
-    wsync_drain(w->sync);
+    tree_drain(w->sync);
     flush_out(w);
     finish(w, w->done ? w->rc : 0);
 }
@@ -227,12 +227,12 @@ static int begin(struct watch *w, const struct watch_args *a, int *rc)
 {
     char err[ERR_LEN];
     *rc = 1;
-    if (!(w->sync = wsync_new(a->root, a->recursive, &watch_ops, w, err))) {
+    if (!(w->sync = tree_new(a->root, a->recursive, &watch_ops, w, err))) {
         log_error("watch: %s", err);
         return -1;
     }
     if (wline_ready(&w->out) < 0) w->lost = 1;
-    if (wsync_start(w->sync, w->loop, err) < 0) {
+    if (tree_start(w->sync, w->loop, err) < 0) {
         log_error("watch: cannot watch %s: %s", w->root, err);
         *rc = EXIT_WATCH_ROOT;
         return -1;
@@ -318,7 +318,7 @@ int watch_main(int argc, char **argv)
     buf_init(&w.out, WATCH_OUT_MAX);
     int rc = run(&w, &a);
     if (w.loop) sig_release(w.loop);
-    wsync_free(w.sync);
+    tree_free(w.sync);
     buf_free(&w.out);
     return rc;
 }

@@ -3,8 +3,8 @@
  * object Python's json.dumps({"mask": m, "path": p}) prints, plus an "error"
  * member for a directory that could not be watched or listed.
  */
-#ifndef SA_WLINE_H
-#define SA_WLINE_H
+#ifndef SA_INOTIFY_WATCH_WLINE_H
+#define SA_INOTIFY_WATCH_WLINE_H
 
 #include "agent/core/buf.h"
 

@@ -7,8 +7,8 @@
  * in full, so they are logged here rather than passed up in an ERR_LEN
  * buffer. Does not run anything.
  */
-#ifndef SA_EXEC_CLI_H
-#define SA_EXEC_CLI_H
+#ifndef SA_RUNNER_EXEC_CLI_H
+#define SA_RUNNER_EXEC_CLI_H
 
 #include "runner/exec/cmd.h"
 

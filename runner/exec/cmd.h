@@ -10,8 +10,8 @@
  * Owns the command's pid, its exit status and times, its two streams and the
  * timers. Reaping goes through agent/core/spawn.h; nothing here calls wait*().
  */
-#ifndef SA_EXEC_CMD_H
-#define SA_EXEC_CMD_H
+#ifndef SA_RUNNER_EXEC_CMD_H
+#define SA_RUNNER_EXEC_CMD_H
 
 #include "agent/core/spawn.h"
 #include "agent/core/stop.h"

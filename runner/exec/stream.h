@@ -8,8 +8,8 @@
  * so a background process that keeps writing cannot hold the call (README,
  * "`sandbox-agent exec`").
  */
-#ifndef SA_EXEC_STREAMS_H
-#define SA_EXEC_STREAMS_H
+#ifndef SA_RUNNER_EXEC_STREAM_H
+#define SA_RUNNER_EXEC_STREAM_H
 
 #include "agent/core/ring.h"
 

@@ -14,8 +14,8 @@
  * and never execs, so it stays non-dumpable (its fds and memory are closed
  * to the job, as the agent's are). It waits until it is told to go or not.
  */
-#ifndef SA_RUN_DRAIN_H
-#define SA_RUN_DRAIN_H
+#ifndef SA_RUNNER_RUN_DRAIN_H
+#define SA_RUNNER_RUN_DRAIN_H
 
 #include "agent/core/nonce.h"
 

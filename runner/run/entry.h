@@ -3,8 +3,8 @@
  * argv. Input is untrusted; the decoder never crashes and reports one clear
  * reason for every refusal.
  */
-#ifndef SA_ENTRY_H
-#define SA_ENTRY_H
+#ifndef SA_RUNNER_RUN_ENTRY_H
+#define SA_RUNNER_RUN_ENTRY_H
 
 #include <stddef.h>
 

@@ -8,8 +8,8 @@
  * it runs under gets its prompt back; SIGCONT (`fg`) gives the job the
  * foreground again. Forwarding the signals themselves is run.c's.
  */
-#ifndef SA_JOBCTL_H
-#define SA_JOBCTL_H
+#ifndef SA_RUNNER_RUN_JOBCTL_H
+#define SA_RUNNER_RUN_JOBCTL_H
 
 #include <sys/types.h>
 

@@ -12,8 +12,8 @@
  *
  * Owns the bound's timer and the sentinel's progress; not the relays.
  */
-#ifndef SA_RUN_REPORT_H
-#define SA_RUN_REPORT_H
+#ifndef SA_RUNNER_RUN_REPORT_H
+#define SA_RUNNER_RUN_REPORT_H
 
 #include "agent/core/outlet.h"
 #include "agent/core/relay.h"

@@ -7,8 +7,8 @@
  * Opening never blocks (O_NONBLOCK, O_NOFOLLOW) and reading never passes the
  * bound, so /dev/zero or a FIFO cannot hang the agent.
  */
-#ifndef SA_RESULT_H
-#define SA_RESULT_H
+#ifndef SA_RUNNER_RUN_RESULT_H
+#define SA_RUNNER_RUN_RESULT_H
 
 #include <stddef.h>
 

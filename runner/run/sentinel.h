@@ -4,8 +4,8 @@
  * file was refused, plus "job_id" for the webhook) and the sentinel line
  * __SANDBOX_RESULT__<base64(core)>.
  */
-#ifndef SA_SENTINEL_H
-#define SA_SENTINEL_H
+#ifndef SA_RUNNER_RUN_SENTINEL_H
+#define SA_RUNNER_RUN_SENTINEL_H
 
 #include "agent/core/buf.h"
 

@@ -7,8 +7,8 @@
  * and never answers can delay the agent's exit by more than the budget.
  * Failures are logged and otherwise ignored.
  */
-#ifndef SA_WEBHOOK_H
-#define SA_WEBHOOK_H
+#ifndef SA_RUNNER_RUN_WEBHOOK_H
+#define SA_RUNNER_RUN_WEBHOOK_H
 
 #include <ev.h>
 #include <stddef.h>

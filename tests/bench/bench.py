@@ -17,6 +17,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+# The helpers every suite shares (benchlib, servelib, cbench, testlib, connectc).
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 
 HIGHER_IS_BETTER = {"req/s", "events", "x", "MB/s", "cmds/s"}
 

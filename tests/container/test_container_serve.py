@@ -13,8 +13,7 @@ import time
 
 from podlib import AGENT_IN_IMAGE, LABEL, RUN_FLAGS, TIMEOUT, podman
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sdk"))
-import connectc  # noqa: E402  (tests/sdk/connectc.py)
+import connectc  # (tests/lib/connectc.py)
 
 TOKEN = "ctr-t0ken"
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_gz.c - libFuzzer target: gzip streams (agent/api/gz.c). Any bytes
+ * fuzz_gz.c - libFuzzer target: gzip streams (agent/api/rest/gz.c). Any bytes
  * inflate the same whole or in pieces into small buffers (or are refused as
  * corrupt both ways), within the output they claim; any bytes deflate and inflate back to
  * themselves. Never a crash, a leak or a hang.

@@ -1,6 +1,6 @@
 /*
  * fuzz_multipart.c - libFuzzer target: the streaming multipart parser
- * (agent/api/multipart.c). The first bytes choose the boundary, a cut and a
+ * (agent/api/rest/multipart.c). The first bytes choose the boundary, a cut and a
  * DATA bound; the rest is the body. Parsed whole and cut in two, with any
  * bound, the body gives the same parts, names and data; no DATA event
  * passes its bound; memory stays within the header bound. Never a crash, a

@@ -3,27 +3,23 @@
 The binary under test comes from $SANDBOX_AGENT (tests/run.sh sets it: the
 static build, then the sanitizer build). Tests drive it only through argv,
 environment, stdin/stdout/stderr and the filesystem, as a host SDK would.
-What tests/sdk and tests/bench use too lives in testlib.py.
+The helpers every suite shares live in tests/lib (testlib.py and the
+clients); this file makes tests/lib importable and re-exports the common
+names for the tests of this folder.
 """
-import base64
-import json
 import os
 import shutil
+import sys
 import tempfile
-import time
 
 import pytest
 
-from testlib import children, clean_env, free_port, vm_hwm_kib  # noqa: F401  (re-exported to the tests)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-AGENT = os.path.abspath(os.environ.get("SANDBOX_AGENT", os.path.join(ROOT, "build", "sandbox-agent")))
-PY = "/usr/bin/python3"
-RESULT_SENTINEL = "__SANDBOX_RESULT__"
+from testlib import (AGENT, PY, RESULT_SENTINEL, ROOT, TIMEOUT, agent_pid, alive, children,  # noqa: F401,E402
+                     clean_env, descendants, free_port, one_sentinel, proc_state, proc_stats,
+                     sentinels, started_agents, stat_fields, vm_hwm_kib, wait_until, zombies_of)
 
-# Generous ceilings for a loaded 2-core machine: a test that hits one has hung.
-TIMEOUT = 60
 
 
 @pytest.fixture(scope="session")
@@ -31,23 +27,6 @@ def agent():
     if not os.access(AGENT, os.X_OK):
         pytest.fail("no agent binary at %s (run make first)" % AGENT)
     return AGENT
-
-
-def sentinels(stdout: bytes):
-    """Every sentinel line of stdout, decoded. Asserts each starts a line."""
-    out = []
-    for line in stdout.split(b"\n"):
-        if RESULT_SENTINEL.encode() in line:
-            assert line.startswith(RESULT_SENTINEL.encode()), "sentinel not at line start: %r" % line[:80]
-            payload = line[len(RESULT_SENTINEL):]
-            out.append(json.loads(base64.b64decode(payload, validate=True)))
-    return out
-
-
-def one_sentinel(stdout: bytes):
-    s = sentinels(stdout)
-    assert len(s) == 1, "expected exactly one sentinel, got %d in %r" % (len(s), stdout[-400:])
-    return s[0]
 
 
 @pytest.fixture(scope="session")
@@ -64,87 +43,3 @@ def agent_anyone(agent):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def started_agents(make):
-    """The body of a `serve` fixture: yields start(*a, **kw), which makes an
-    agent with make(*a, **kw) (an object whose stop() ends it and returns
-    (exit status, stderr text)) and keeps it; at the end stops every one,
-    then checks each exited 0 with no sanitizer report."""
-    started = []
-
-    def start(*a, **kw):
-        started.append(make(*a, **kw))
-        return started[-1]
-
-    yield start
-    ended = [a.stop() for a in started]  # every one, before any check
-    for rc, err in ended:
-        assert rc == 0, err
-        assert "AddressSanitizer" not in err and "runtime error" not in err, err
-
-
-# ---- processes, as the tests look at them through /proc ----------------------
-
-def descendants(pid):
-    """Every process below pid (through each one's main thread), as ints."""
-    out, todo = [], [pid]
-    while todo:
-        for k in children(todo.pop()):
-            out.append(k)
-            todo.append(k)
-    return out
-
-
-def wait_until(pred, what, timeout=TIMEOUT, interval=0.01):
-    """Poll pred() until it is true; for state that has no event to wait on
-    (/proc, a file a child writes). Fails naming `what` after timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(interval)
-
-
-def agent_pid(p, pid1):
-    """Host pid of the agent started as Popen p: unshare's child when PID 1,
-    else the process itself."""
-    if not pid1:
-        return p.pid
-    kids = wait_until(lambda: children(p.pid), "the agent to start under unshare")
-    return kids[0]
-
-
-def stat_fields(pid):
-    """The fields of /proc/PID/stat after the command name (state, ppid,
-    pgrp, session, ...), or None when pid is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
-def proc_stats():
-    """(pid, stat_fields(pid)) of every process there is."""
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            fields = stat_fields(int(d))
-            if fields is not None:
-                yield int(d), fields
-
-
-def proc_state(pid):
-    """The state letter of /proc/PID/stat ('R', 'S', 'Z', ...), or None when gone."""
-    fields = stat_fields(pid)
-    return fields[0] if fields else None
-
-
-def alive(pid):
-    """True while pid runs (a zombie counts as gone)."""
-    return proc_state(pid) not in (None, "Z")
-
-
-def zombies_of(pid):
-    """The zombies whose parent is pid."""
-    return [p for p, fields in proc_stats() if fields[0] == "Z" and int(fields[1]) == pid]

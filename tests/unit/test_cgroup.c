@@ -160,7 +160,7 @@ static void test_a_group_for_real(void **state)
     }
     assert_int_equal(l.n, 1);
     assert_int_equal(l.pid[0], pid);
-    pid_list_free(&l);
+    descendants_list_free(&l);
     /* Not empty: it stays. */
     assert_int_equal(cgroup_remove(path), -1);
     assert_int_equal(errno, EBUSY);

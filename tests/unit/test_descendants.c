@@ -44,7 +44,7 @@ static void test_parse_whole_numbers_only(void **state)
     assert_int_equal(descendants_parse(t, strlen(t), &l), 1);
     assert_int_equal(l.pid[5], 4194304);
     assert_int_equal(descendants_parse("", 0, &l), 0);
-    pid_list_free(&l);
+    descendants_list_free(&l);
 }
 
 static void test_read_a_file_longer_than_4k(void **state)
@@ -64,7 +64,7 @@ static void test_read_a_file_longer_than_4k(void **state)
     struct pid_list l = {NULL, 0, 0};
     assert_int_equal(descendants_read(path, &l), n);
     for (int i = 0; i < n; i++) assert_int_equal(l.pid[i], 100000 + i);
-    pid_list_free(&l);
+    descendants_list_free(&l);
     unlink(path);
     assert_int_equal(descendants_read(path, &l), -1);
 }
@@ -89,12 +89,12 @@ static void test_hundreds_of_children_listed_and_killed(void **state)
     children_of_self(&l);
     assert_int_equal(l.n, N);
     for (int i = 0; i < N; i++) assert_int_equal(l.pid[i], kids[i]);
-    pid_list_free(&l);
+    descendants_list_free(&l);
 
     assert_int_equal(descendants_kill(loop, 10.0), 0);
     children_of_self(&l);
     assert_int_equal(l.n, 0);
-    pid_list_free(&l);
+    descendants_list_free(&l);
 }
 
 static void test_a_deep_chain_killed(void **state)
@@ -120,7 +120,7 @@ static void test_a_deep_chain_killed(void **state)
     struct pid_list l = {NULL, 0, 0};
     children_of_self(&l);
     assert_int_equal(l.n, 0);
-    pid_list_free(&l);
+    descendants_list_free(&l);
 }
 
 /* State and start time: ours, a child's (later, or the same tick), none

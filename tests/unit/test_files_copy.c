@@ -1,5 +1,5 @@
 /*
- * test_fscopy.c - the cross-filesystem copy's file step (agent/files/fscopy.c,
+ * test_files_copy.c - the cross-filesystem copy's file step (agent/files/copy.c,
  * files_copy_fd): it copies only what its own fstat calls a regular file, so a
  * source swapped for /dev/zero or a FIFO after its lstat is refused
  * (FILES_ENOTREG) before any destination file exists.

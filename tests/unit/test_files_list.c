@@ -1,5 +1,5 @@
 /*
- * test_fslist.c - the file service's listing and stat (agent/files/fslist.c):
+ * test_files_list.c - the file service's listing and stat (agent/files/list.c):
  * what the callback gets, how it stops a listing, the errors.
  */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /*
- * test_fsremove.c - the tree removal (agent/files/fsremove.c) when fstat
+ * test_files_remove.c - the tree removal (agent/files/remove.c) when fstat
  * fails on a directory it has just opened: the failure is fstat's own errno
  * and names the directory; nothing is read from the unfilled struct stat
  * (the pre-refactor walk read it to decide between EBUSY and errno).

@@ -1,5 +1,5 @@
 /*
- * test_fswrite.c - the atomic write's temporary file (agent/files/fswrite.c):
+ * test_files_write.c - the atomic write's temporary file (agent/files/write.c):
  * its name carries whether it replaces a file (and is marked again when
  * that changed meanwhile), the named hook hears every name before the file
  * exists, a refusing hook aborts the write, and

@@ -1,5 +1,5 @@
 /*
- * test_gz.c - gzip streams through zlib (agent/api/gz.c): a round trip in
+ * test_gz.c - gzip streams through zlib (agent/api/rest/gz.c): a round trip in
  * small buffers, concatenated members, held output drained with no input,
  * corrupt and cut-short streams.
  */

@@ -1,5 +1,5 @@
 /*
- * test_hparam.c - header value parameters (agent/api/hparam.c): media types,
+ * test_hparam.c - header value parameters (agent/api/http/hparam.c): media types,
  * token and quoted parameters, RFC 8187 extended values, Accept-Encoding.
  */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /*
  * test_multipart.c - the streaming multipart/form-data parser
- * (agent/api/multipart.c): parts, names and filenames, data that looks like
+ * (agent/api/rest/multipart.c): parts, names and filenames, data that looks like
  * a delimiter, every split of the input and every DATA bound giving the same
  * result, preamble and epilogue, malformed bodies, the Content-Type.
  */

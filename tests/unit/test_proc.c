@@ -420,7 +420,7 @@ static void test_subscribers_and_slow_reader(void **st)
     proc_table_free(t);
 }
 
-/* A paced reader (proc_sub_pace) that takes everything it is told of. */
+/* A paced reader (proc_pace_sub) that takes everything it is told of. */
 struct paced {
     struct proc_sub sub;
     uint64_t pos[PROC_CHANS];
@@ -441,7 +441,7 @@ static void on_ready_paced(struct proc_sub *s, void *ctx)
             for (size_t i = 0; i < n; i++)
                 if (buf[i] != "0123456789abcdefghijklmnopqrstu\n"[(r->got + i) % 32]) r->bad = 1;
             r->got += n;
-            proc_sub_moved(s);
+            proc_pace_moved(s);
         }
     }
     if (proc_end(s->p) && proc_read_end(s->p, PROC_STDOUT) <= r->pos[PROC_STDOUT]) {
@@ -461,7 +461,7 @@ static void test_paced_reader_gets_every_byte_a_stalled_one_is_left(void **st)
     struct proc *p = start_sh(t, script);
     struct paced a = {0};
     proc_subscribe(p, &a.sub, on_ready_paced, &a);
-    proc_sub_pace(&a.sub, a.pos);
+    proc_pace_sub(&a.sub, a.pos);
     run_until(paced_saw_end, &a);
     assert_int_equal(a.got, 64000);
     assert_int_equal(a.skipped, 0);
@@ -472,7 +472,7 @@ static void test_paced_reader_gets_every_byte_a_stalled_one_is_left(void **st)
     p = start_sh(t, script);
     struct paced b = {.reads = 1};
     proc_subscribe(p, &b.sub, on_ready_paced, &b);
-    proc_sub_pace(&b.sub, b.pos);
+    proc_pace_sub(&b.sub, b.pos);
     assert_true(b.sub.moved > 0);
     wait_end(p);
     assert_true(b.sub.stalled);
@@ -501,7 +501,7 @@ static void on_trickle(struct ev_loop *l, ev_timer *w, int revents)
     struct trickle *r = w->data;
     char byte;
     if (r->sub.p && proc_read(r->sub.p, PROC_STDOUT, &r->pos[PROC_STDOUT], &byte, 1, NULL) > 0)
-        proc_sub_moved(&r->sub);
+        proc_pace_moved(&r->sub);
 }
 
 static void on_ready_nothing(struct proc_sub *s, void *ctx) { (void)s, (void)ctx; }
@@ -516,7 +516,7 @@ static void test_held_output_after_the_exit_waits_for_the_stall_time_only(void *
     struct proc *p = start_sh(t, "(yes | head -c 50000000) & echo started");
     struct trickle r = {0};
     proc_subscribe(p, &r.sub, on_ready_nothing, &r);
-    proc_sub_pace(&r.sub, r.pos);
+    proc_pace_sub(&r.sub, r.pos);
     ev_timer_init(&r.tick, on_trickle, 0.01, 0.01);
     r.tick.data = &r;
     ev_timer_start(loop, &r.tick);
@@ -575,7 +575,7 @@ static void test_env_builder(void **st)
     snprintf(u.home, sizeof u.home, "/home/x");
     snprintf(u.name, sizeof u.name, "x");
     char *req[] = {"A=2", "B=3", NULL};
-    char **env = proc_env(t, &u, "/work", req);
+    char **env = proc_launch_env(t, &u, "/work", req);
     assert_non_null(env);
     const char *want[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                           "HOME=/home/x", "USER=x", "LOGNAME=x", "SHELL=/bin/sh", "PWD=/work", "A=2",
@@ -584,15 +584,15 @@ static void test_env_builder(void **st)
         if (!env[i]) fail_msg("missing %s", want[i]);
         assert_string_equal(env[i], want[i]);
     }
-    proc_env_free(env);
+    proc_launch_env_free(env);
     proc_table_free(t);
     /* A base PATH wins over a login's. */
     char *base2[] = {"PATH=/mine", NULL};
     t = table(4096, 16, base2);
-    env = proc_env(t, NULL, NULL, NULL);
+    env = proc_launch_env(t, NULL, NULL, NULL);
     assert_string_equal(env[0], "PATH=/mine");
     assert_null(env[1]);
-    proc_env_free(env);
+    proc_launch_env_free(env);
     proc_table_free(t);
 }
 
@@ -745,7 +745,7 @@ static void test_shutdown(void **st)
     proc_table_free(t);
 }
 
-/* ---- what a process started goes with it (pgroup.c, ptree.c) ---- */
+/* ---- what a process started goes with it (proc_group.c, proc_tree.c) ---- */
 
 static int pid_dead(void *ctx)
 {

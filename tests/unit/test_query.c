@@ -1,5 +1,5 @@
 /*
- * test_query.c - query string parameters (agent/api/query.c).
+ * test_query.c - query string parameters (agent/api/http/query.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * test_user.c - users from passwd and group files (agent/proc/user.h),
+ * test_user.c - users from passwd and group files (agent/core/user.h),
  * against files the test writes: fields, supplementary groups, skipped and
  * malformed lines, a last line without newline, unknown users, lookup by
  * uid, missing files.
@@ -166,6 +166,35 @@ static void test_self(void **st)
     assert_int_equal(u.uid, geteuid());
 }
 
+/* Names by id, for listings (user_names). */
+static void test_names(void **s)
+{
+    (void)s;
+    char tmp[] = "/tmp/test_user_names.XXXXXX", pw[256], gr[256];
+    assert_non_null(mkdtemp(tmp));
+    snprintf(pw, sizeof pw, "%s/passwd", tmp);
+    snprintf(gr, sizeof gr, "%s/group", tmp);
+    FILE *f = fopen(pw, "w");
+    fputs("# comment\nalice:x:1000:1000::/home/alice:/bin/sh\nbob:x:1001:1001::/\ndup:x:1000:1:::\n", f);
+    fclose(f);
+    f = fopen(gr, "w");
+    fputs("staff:x:1000:alice\nnoend:x:1001:", f);
+    fclose(f);
+    struct user_names n;
+    user_names_init(&n, pw, gr);
+    assert_string_equal(user_names_get(&n, 1000, 0), "alice"); /* the first line wins */
+    assert_string_equal(user_names_get(&n, 1001, 0), "bob");
+    assert_string_equal(user_names_get(&n, 1000, 1), "staff");
+    assert_string_equal(user_names_get(&n, 1001, 1), "noend"); /* a last line without newline */
+    assert_string_equal(user_names_get(&n, 4242, 0), "4242");
+    assert_string_equal(user_names_get(&n, 1000, 0), "alice"); /* from the cache */
+    for (unsigned i = 0; i < USER_NAMES_CACHE * 2; i++) user_names_get(&n, 5000 + i, 1); /* the cache wraps */
+    assert_string_equal(user_names_get(&n, 1000, 1), "staff");
+    unlink(pw);
+    unlink(gr);
+    rmdir(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_by_uid),
         cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_self),
+        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

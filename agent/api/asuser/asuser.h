@@ -6,8 +6,8 @@
  * becoming that user. The process and filesystem handlers both resolve
  * users here; each maps the failure to its own code (README).
  */
-#ifndef SA_API_REQUSER_H
-#define SA_API_REQUSER_H
+#ifndef SA_API_ASUSER_ASUSER_H
+#define SA_API_ASUSER_ASUSER_H
 
 #include "agent/core/user.h"
 

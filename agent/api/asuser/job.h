@@ -17,8 +17,8 @@
  * status (the caller's meaning) and the payload up to EOF. In the raw mode
  * the caller reads the pipe itself (a download's bytes).
  */
-#ifndef SA_API_FSJOB_H
-#define SA_API_FSJOB_H
+#ifndef SA_API_ASUSER_JOB_H
+#define SA_API_ASUSER_JOB_H
 
 #include "agent/core/user.h"
 

@@ -4,8 +4,8 @@
  * the user's home, a relative path is relative to the home, an absolute
  * path is taken as given, byte for byte. Pure.
  */
-#ifndef SA_API_FSPATH_H
-#define SA_API_FSPATH_H
+#ifndef SA_API_ASUSER_PATH_H
+#define SA_API_ASUSER_PATH_H
 
 #include "agent/core/buf.h"
 

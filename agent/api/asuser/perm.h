@@ -18,8 +18,8 @@
  * rest reads the ACL or looks up a path, as root, never blocking on more
  * than a stat.
  */
-#ifndef SA_API_FSPERM_H
-#define SA_API_FSPERM_H
+#ifndef SA_API_ASUSER_PERM_H
+#define SA_API_ASUSER_PERM_H
 
 #include "agent/core/user.h"
 

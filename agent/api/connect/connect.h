@@ -4,8 +4,8 @@
  * status of each, error bodies, the envelope of streamed messages, and the
  * request headers a call may carry. Pure functions: no sockets, no loop.
  */
-#ifndef SA_SERVE_CONNECT_H
-#define SA_SERVE_CONNECT_H
+#ifndef SA_API_CONNECT_CONNECT_H
+#define SA_API_CONNECT_CONNECT_H
 
 #include "agent/core/buf.h"
 

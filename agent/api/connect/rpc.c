@@ -115,7 +115,7 @@ int rpc_send(struct rpc_call *call, const char *json, size_t n)
     if (call->finished || call->m->kind != RPC_KIND_STREAM || begin_stream(call) < 0) return -1;
     struct buf *b = scratch_buf();
     if (connect_envelope_put(b, 0, json, n) < 0) {
-        log_warn("serve: %s: a message of %zu bytes is too large; dropping the call",
+        log_warn("api: %s: a message of %zu bytes is too large; dropping the call",
                  call->m->path, n);
         conn_kill(call->conn); /* cancel follows, as for any lost connection */
         return -1;
@@ -171,7 +171,7 @@ static void on_more(struct conn *c, void *ctx)
 static void on_gone(struct conn *c, void *ctx)
 {
     struct rpc_call *call = ctx;
-    log_debug("serve: %s: the client left", call->m->path);
+    log_debug("api: %s: the client left", call->m->path);
     stop_timers(call);
     call->conn = NULL;
     call->finished = 1;

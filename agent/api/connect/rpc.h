@@ -21,8 +21,8 @@
  * first, hooks.cancel runs instead (the last event; the call is freed after
  * it returns and rpc_* calls on it return -1 meanwhile).
  */
-#ifndef SA_SERVE_RPC_H
-#define SA_SERVE_RPC_H
+#ifndef SA_API_CONNECT_RPC_H
+#define SA_API_CONNECT_RPC_H
 
 #include "agent/api/http/conn.h"
 #include "agent/api/connect/connect.h"

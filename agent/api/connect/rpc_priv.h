@@ -3,8 +3,8 @@
  * hooks) and connect/rpc_input.c (the request body of a client-streaming call, read
  * envelope by envelope as it arrives). Nothing else includes it.
  */
-#ifndef SA_SERVE_RPCPRIV_H
-#define SA_SERVE_RPCPRIV_H
+#ifndef SA_API_CONNECT_RPC_PRIV_H
+#define SA_API_CONNECT_RPC_PRIV_H
 
 #include "agent/api/http/auth.h"
 #include "agent/api/connect/rpc.h"

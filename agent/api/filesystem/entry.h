@@ -10,8 +10,8 @@
  * Owner and group names come from /etc/passwd and /etc/group (the numeric id
  * when there is no entry) through the caller's struct user_names (core/user.h).
  */
-#ifndef SA_API_FSENTRY_H
-#define SA_API_FSENTRY_H
+#ifndef SA_API_FILESYSTEM_ENTRY_H
+#define SA_API_FILESYSTEM_ENTRY_H
 
 #include "agent/core/buf.h"
 #include "agent/core/user.h"
@@ -58,7 +58,7 @@ int filesystem_entry_json(struct buf *b, const char *path, const char *name, siz
 int filesystem_entry_stat_json(struct buf *b, const char *path, struct user_names *names);
 
 /* The same, built by a process that is not the user w (a watch's events, in
- * the loop as root) from only what w could see (agent/api/fsperm.h): the
+ * the loop as root) from only what w could see (asuser/perm.h): the
  * lstat of path (w may search its directory: the caller's to make sure), a
  * symlink's target and its mode only as far as w may resolve it (else the
  * link's text made absolute and mode 0, as for a dangling one), metadata

@@ -86,20 +86,23 @@ static void on_done(void *ctx, int32_t status, const char *data, size_t n)
     op->job = NULL;
     rpc_set_hooks(op->call, &none);
     /* A change's events reach the watches before its client can act on
-     * the answer, and a directory it made is watched by then (filesystem_watch.h). */
+     * the answer, and a directory it made is watched by then (watch.h). */
     if (!op->read_only) filesystem_watch_settle();
     if (op->then) {
         op->then(op, status, data, n);
         return;
     }
-    if (status == 0) {
-        rpc_reply(op->call, data, n);
-    } else {
-        char msg[ERR_LEN];
-        err_set(msg, "%.*s", (int)(n < ERR_LEN ? n : ERR_LEN - 1), data);
-        rpc_fail(op->call, status == ASUSER_JOB_FAILED ? RPC_INTERNAL : (enum rpc_code)status, msg);
-    }
+    if (!filesystem_op_failed(op, status, data, n)) rpc_reply(op->call, data, n);
     filesystem_op_free(op);
+}
+
+int filesystem_op_failed(struct filesystem_op *op, int32_t status, const char *data, size_t n)
+{
+    if (status == 0) return 0;
+    char msg[ERR_LEN];
+    err_set(msg, "%.*s", (int)(n < ERR_LEN ? n : ERR_LEN - 1), data);
+    rpc_fail(op->call, status == ASUSER_JOB_FAILED ? RPC_INTERNAL : (enum rpc_code)status, msg);
+    return 1;
 }
 
 /* In the child. */

@@ -11,8 +11,8 @@
  *   filesystem_watch.c    WatchDir (a server stream) and the polling watchers
  *                CreateWatcher, GetWatcherEvents, RemoveWatcher
  */
-#ifndef SA_API_FSRPC_H
-#define SA_API_FSRPC_H
+#ifndef SA_API_FILESYSTEM_FILESYSTEM_H
+#define SA_API_FILESYSTEM_FILESYSTEM_H
 
 #include "agent/api/connect/connect.h"
 #include "agent/api/filesystem/entry.h"
@@ -63,6 +63,9 @@ struct filesystem_op {
  * instead, in the loop). Returns 0, or -1 after failing the call. */
 int filesystem_run(struct filesystem_op *op);
 void filesystem_op_free(struct filesystem_op *op);
+/* A helper's answer status (a Connect code, or ASUSER_JOB_FAILED), the
+ * message in data: 0 when it is 0, else 1 after failing op's call. */
+int filesystem_op_failed(struct filesystem_op *op, int32_t status, const char *data, size_t n);
 /* Resolve a request path for user u into a malloc'd string, or NULL after
  * failing the call (invalid_argument). */
 char *filesystem_path(struct rpc_call *call, const struct user_info *u, const char *path);

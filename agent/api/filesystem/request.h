@@ -5,8 +5,8 @@
  * unknown fields ignored) into plain fields. Pure: the strings point into
  * the cJSON tree, valid while it is.
  */
-#ifndef SA_API_FSREQ_H
-#define SA_API_FSREQ_H
+#ifndef SA_API_FILESYSTEM_REQUEST_H
+#define SA_API_FILESYSTEM_REQUEST_H
 
 #include <cJSON.h>
 #include <stdint.h>

@@ -4,13 +4,14 @@
  * events and problems, what the user may look into, and the watch's end.
  */
 #include "agent/api/filesystem/watch.h"
+#include "agent/core/list.h"
 #include "agent/api/asuser/job.h"
 #include "agent/api/asuser/path.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/err.h"
 #include "agent/core/hash.h"
 #include "agent/files/files.h"
-#include "inotify/tree/wsync.h"
+#include "inotify/tree/tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -247,12 +248,12 @@ static void on_lost(void *ctx)
 static void on_settling(void *ctx, int on) { (void)ctx, (void)on; }
 static void on_drained(void *ctx) { (void)ctx; }
 
-static void on_end(void *ctx, enum wsync_end why, const char *msg)
+static void on_end(void *ctx, enum tree_end why, const char *msg)
 {
     struct filesystem_watch *w = ctx;
     char text[ERR_LEN];
     if (w->halted) return;
-    if (why == WSYNC_ROOT_GONE) {
+    if (why == TREE_ROOT_GONE) {
         err_set(text, "the watched directory is gone (%s)", w->gone ? w->gone : msg);
         w->ops->problem(w, FSWATCH_END, RPC_NOT_FOUND, text);
     } else {
@@ -260,7 +261,7 @@ static void on_end(void *ctx, enum wsync_end why, const char *msg)
     }
 }
 
-static const struct wsync_ops ops = {on_event, on_lost, on_settling, on_drained, on_end};
+static const struct tree_ops ops = {on_event, on_lost, on_settling, on_drained, on_end};
 
 /* A directory below the watched one, open as fd (-1: the agent, not root,
  * could not open it): the user may read and search it. Its ancestors in the
@@ -277,35 +278,22 @@ static int admit(void *ctx, int fd, const struct stat *st)
 /* Every watch between its start and its release (one API per process). */
 static struct filesystem_watch *live;
 
-static void live_add(struct filesystem_watch *w)
-{
-    w->prev = NULL;
-    w->next = live;
-    if (live) live->prev = w;
-    live = w;
-}
-
-static void live_del(struct filesystem_watch *w)
-{
-    if (w->prev) w->prev->next = w->next;
-    else if (live == w) live = w->next;
-    if (w->next) w->next->prev = w->prev;
-    w->prev = w->next = NULL;
-}
+static void live_add(struct filesystem_watch *w) { LIST_PUSH(live, w); }
+static void live_del(struct filesystem_watch *w) { LIST_UNLINK(live, w); }
 
 void filesystem_watch_settle(void)
 {
     /* A watch that ends while it drains leaves the list: read next first. */
     for (struct filesystem_watch *w = live, *next; w; w = next) {
         next = w->next;
-        if (!w->halted && w->sync) wsync_drain(w->sync);
+        if (!w->halted && w->sync) tree_drain(w->sync);
     }
 }
 
 static void on_free(struct ev_loop *loop, ev_timer *t, int revents)
 {
     struct filesystem_watch *w = t->data;
-    wsync_free(w->sync);
+    tree_free(w->sync);
     w->sync = NULL;
     free(w->root);
     free(w->gone);
@@ -318,7 +306,7 @@ static void on_free(struct ev_loop *loop, ev_timer *t, int revents)
 /* Free what filesystem_watch_start made, on its failure. */
 static void undo_start(struct filesystem_watch *w)
 {
-    wsync_free(w->sync);
+    tree_free(w->sync);
     free(w->root);
     free(w->gone);
     free(w->who);
@@ -334,7 +322,7 @@ static int set_user(struct filesystem_watch *w, const struct user_info *user, ch
         return -1;
     }
     asuser_perm_who_of(user, w->who);
-    wsync_set_admit(w->sync, admit);
+    tree_set_admit(w->sync, admit);
     return 0;
 }
 
@@ -351,17 +339,17 @@ int filesystem_watch_start(struct filesystem_watch *w, const char *root, int rec
     buf_init(&w->scratch, EVENT_JSON_MAX);
     ev_timer_init(&w->free_w, on_free, 0, 0);
     w->free_w.data = w;
-    if (!(w->root = strdup(root)) || !(w->sync = wsync_new(root, recursive, &ops, w, err))) {
+    if (!(w->root = strdup(root)) || !(w->sync = tree_new(root, recursive, &ops, w, err))) {
         if (!w->root) err_set(err, "out of memory");
         undo_start(w);
         return -1;
     }
-    wsync_set_extra(w->sync, IN_ATTRIB);
+    tree_set_extra(w->sync, IN_ATTRIB);
     if (set_user(w, user, err) < 0) {
         undo_start(w);
         return -1;
     }
-    if (wsync_start(w->sync, EV_DEFAULT, why) < 0) {
+    if (tree_start(w->sync, EV_DEFAULT, why) < 0) {
         err_set(err, "cannot watch %.150s: %s", root, why);
         undo_start(w);
         return -1;
@@ -379,6 +367,6 @@ void filesystem_watch_release(struct filesystem_watch *w, void (*free_owner)(voi
         if (free_owner) free_owner(w->owner);
         return;
     }
-    if (w->sync) wsync_halt(w->sync);
+    if (w->sync) tree_halt(w->sync);
     if (!ev_is_active(&w->free_w)) ev_timer_start(EV_DEFAULT, &w->free_w);
 }

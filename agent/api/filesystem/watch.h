@@ -1,6 +1,6 @@
 /*
  * filesystem_watch.h - one watched directory of the filesystem API: the watcher
- * service (inotify/tree/wsync.h) with envd's events on top, shared by
+ * service (inotify/tree/tree.h) with envd's events on top, shared by
  * WatchDir's stream (filesystem_watch.c) and the polling watchers (filesystem/watchers.c).
  *
  * Events become FilesystemEvent objects {"name": path relative to the
@@ -27,8 +27,8 @@
  * never a hole. An entry is built from what the user could see
  * (filesystem_entry_stat_json_as).
  */
-#ifndef SA_API_FSWATCH_H
-#define SA_API_FSWATCH_H
+#ifndef SA_API_FILESYSTEM_WATCH_H
+#define SA_API_FILESYSTEM_WATCH_H
 
 #include "agent/api/connect/connect.h"
 #include "agent/api/filesystem/entry.h"
@@ -59,7 +59,7 @@ struct filesystem_watch_ops {
 struct filesystem_watch {
     const struct filesystem_watch_ops *ops;
     void *owner;
-    struct wsync *sync;
+    struct tree *sync;
     char *root;
     size_t root_len;
     int include_entry;

@@ -131,9 +131,7 @@ static void on_checked(struct filesystem_op *op, int32_t code, const char *data,
 {
     struct rpc_call *call = op->call;
     char err[ERR_LEN];
-    if (code) {
-        err_set(err, "%.*s", (int)(n < ERR_LEN ? n : ERR_LEN - 1), data);
-        rpc_fail(call, code == ASUSER_JOB_FAILED ? RPC_INTERNAL : (enum rpc_code)code, err);
+    if (filesystem_op_failed(op, code, data, n)) {
         filesystem_op_free(op);
         return;
     }

@@ -154,10 +154,8 @@ static void start_watcher(struct rpc_call *call, struct filesystem_op *op)
 static void on_checked(struct filesystem_op *op, int32_t code, const char *data, size_t n)
 {
     struct rpc_call *call = op->call;
-    char err[ERR_LEN];
-    if (code) {
-        err_set(err, "%.*s", (int)(n < ERR_LEN ? n : ERR_LEN - 1), data);
-        rpc_fail(call, code == ASUSER_JOB_FAILED ? RPC_INTERNAL : (enum rpc_code)code, err);
+    if (filesystem_op_failed(op, code, data, n)) {
+        /* answered */
     } else if (count >= FSWATCHERS_MAX) {
         rpc_fail(call, RPC_RESOURCE_EXHAUSTED, "too many watchers (remove some with RemoveWatcher)");
     } else {

@@ -4,8 +4,8 @@
  * and the user an RPC names with `Authorization: Basic base64("user:")`.
  * Pure functions.
  */
-#ifndef SA_SERVE_AUTH_H
-#define SA_SERVE_AUTH_H
+#ifndef SA_API_HTTP_AUTH_H
+#define SA_API_HTTP_AUTH_H
 
 #include <stddef.h>
 

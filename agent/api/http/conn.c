@@ -171,7 +171,7 @@ static void destroy(struct conn *c)
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
-    log_debug("serve: connection %u closed", c->id);
+    log_debug("api: connection %u closed", c->id);
     free(c);
     server_conn_closed(s);
 }
@@ -217,7 +217,7 @@ static void conn_maybe_next(struct conn *c)
 
 static void refuse(struct conn *c, int status, const char *why)
 {
-    log_debug("serve: connection %u: %d %s", c->id, status, why);
+    log_debug("api: connection %u: %d %s", c->id, status, why);
     if (c->responded) { /* too late for a status: only the end is left */
         conn_kill(c);
         return;
@@ -285,7 +285,7 @@ static void hold(struct conn *c, const char *p, size_t n)
         discard(c, n);
         return;
     }
-    log_debug("serve: connection %u: %zu bytes of a pipelined request held", c->id, n);
+    log_debug("api: connection %u: %zu bytes of a pipelined request held", c->id, n);
 }
 
 static void input(struct conn *c, const char *p, size_t n)
@@ -346,7 +346,7 @@ static int peer_gone(int fd)
 static void on_eof(struct conn *c)
 {
     if ((c->st == ST_HANDLE || c->st == ST_RESPOND) && !peer_gone(c->fd)) {
-        log_debug("serve: connection %u: the client closed its side; finishing the response",
+        log_debug("api: connection %u: the client closed its side; finishing the response",
                   c->id);
         c->peer_eof = 1;
         c->close_after = 1;
@@ -354,7 +354,7 @@ static void on_eof(struct conn *c)
         return;
     }
     if ((c->st != ST_HEAD && c->st != ST_LINGER) || c->got_bytes)
-        log_debug("serve: connection %u: closed by the client", c->id);
+        log_debug("api: connection %u: closed by the client", c->id);
     conn_kill(c);
 }
 
@@ -376,7 +376,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
         return;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-    log_debug("serve: connection %u: %s", c->id, strerror(errno));
+    log_debug("api: connection %u: %s", c->id, strerror(errno));
     conn_kill(c);
 }
 
@@ -411,7 +411,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
         return;
     }
     if (c->st == ST_RESPOND)
-        log_debug("serve: connection %u: the client read nothing for %.3g s", c->id, lim);
+        log_debug("api: connection %u: the client read nothing for %.3g s", c->id, lim);
     conn_kill(c);
 }
 
@@ -437,7 +437,7 @@ struct conn *conn_open(struct server *s, int fd)
     c->since = ev_now(s->loop);
     ev_io_start(s->loop, &c->rio);
     conn_timer_arm(c);
-    log_debug("serve: connection %u opened", c->id);
+    log_debug("api: connection %u opened", c->id);
     return c;
 }
 
@@ -488,7 +488,7 @@ static int conn_flush(struct conn *c)
         } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             break;
         } else {
-            log_debug("serve: connection %u: write: %s", c->id, strerror(errno));
+            log_debug("api: connection %u: write: %s", c->id, strerror(errno));
             conn_kill(c);
             return -1;
         }
@@ -572,7 +572,7 @@ int conn_write(struct conn *c, const void *p, size_t n)
     if ((c->framing == HTTPRESP_CHUNKED && outq_printf(&c->out, "%zx\r\n", n) < 0) ||
         outq_put(&c->out, p, n) < 0 ||
         (c->framing == HTTPRESP_CHUNKED && outq_put(&c->out, "\r\n", 2) < 0)) {
-        log_warn("serve: connection %u: stream past %u queued bytes; dropping it", c->id,
+        log_warn("api: connection %u: stream past %u queued bytes; dropping it", c->id,
                  (unsigned)CONN_QUEUE_MAX);
         conn_kill(c);
         return -1;

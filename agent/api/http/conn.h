@@ -26,8 +26,8 @@
  * dropped as soon as the response is complete: gone means the response was
  * cut short.
  */
-#ifndef SA_SERVE_CONN_H
-#define SA_SERVE_CONN_H
+#ifndef SA_API_HTTP_CONN_H
+#define SA_API_HTTP_CONN_H
 
 #include "agent/core/protocol.h"
 #include "agent/api/http/httpreq.h"

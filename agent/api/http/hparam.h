@@ -4,8 +4,8 @@
  * RFC 9110; `name*=charset'lang'%XX` extended values, RFC 8187), and a
  * coding list with q-values (Accept-Encoding). Pure.
  */
-#ifndef SA_API_HPARAM_H
-#define SA_API_HPARAM_H
+#ifndef SA_API_HTTP_HPARAM_H
+#define SA_API_HTTP_HPARAM_H
 
 #include "agent/core/buf.h"
 

@@ -10,8 +10,8 @@
  * the fuzzer drive it with any split of any input. The connection (http/conn.c)
  * owns one and feeds it what it reads.
  */
-#ifndef SA_SERVE_HTTPREQ_H
-#define SA_SERVE_HTTPREQ_H
+#ifndef SA_API_HTTP_HTTPREQ_H
+#define SA_API_HTTP_HTTPREQ_H
 
 #include "agent/core/buf.h"
 

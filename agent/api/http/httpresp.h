@@ -3,8 +3,8 @@
  * headers (Content-Length, chunked or neither), Connection, and the reason
  * phrases. Pure text into an output queue.
  */
-#ifndef SA_SERVE_HTTPRESP_H
-#define SA_SERVE_HTTPRESP_H
+#ifndef SA_API_HTTP_HTTPRESP_H
+#define SA_API_HTTP_HTTPRESP_H
 
 #include "agent/api/http/outq.h"
 

@@ -4,8 +4,8 @@
  * `unix:/path`), the rule that a network address other than loopback needs
  * a token, and opening the listening socket.
  */
-#ifndef SA_SERVE_LISTEN_H
-#define SA_SERVE_LISTEN_H
+#ifndef SA_API_HTTP_LISTEN_H
+#define SA_API_HTTP_LISTEN_H
 
 #include <sys/socket.h>
 #include <sys/un.h>

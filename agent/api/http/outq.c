@@ -9,6 +9,8 @@
 
 /* A queue trimmed between responses keeps at most this much memory. */
 #define KEEP (64u * 1024u)
+/* The longest line outq_printf writes (a response head). */
+#define OUTQ_LINE_MAX 1024u
 /* A drained queue keeps up to this much (a stream's high-water mark and
  * one message fit). */
 #define KEEP_DRAINED (512u * 1024u)
@@ -47,13 +49,13 @@ int outq_put(struct outq *q, const void *p, size_t n)
 
 int outq_printf(struct outq *q, const char *fmt, ...)
 {
-    char line[1024];
+    /* A head or a chunk size: room made as for a put of its bound. */
+    compact(q, OUTQ_LINE_MAX);
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(line, sizeof line, fmt, ap);
+    int rc = buf_vprintf(&q->b, fmt, ap);
     va_end(ap);
-    if (k < 0 || (size_t)k >= sizeof line) return -1;
-    return outq_put(q, line, (size_t)k);
+    return rc;
 }
 
 const char *outq_peek(const struct outq *q, size_t *n)

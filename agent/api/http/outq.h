@@ -6,8 +6,8 @@
  * connection asks for the pending bytes, writes what the socket takes, and
  * reports how much went out.
  */
-#ifndef SA_SERVE_OUTQ_H
-#define SA_SERVE_OUTQ_H
+#ifndef SA_API_HTTP_OUTQ_H
+#define SA_API_HTTP_OUTQ_H
 
 #include "agent/core/buf.h"
 

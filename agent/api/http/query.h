@@ -4,8 +4,8 @@
  * a space (application/x-www-form-urlencoded, as the SDK's URLSearchParams
  * writes it). Any byte can arrive that way, so the values are bytes. Pure.
  */
-#ifndef SA_API_QUERY_H
-#define SA_API_QUERY_H
+#ifndef SA_API_HTTP_QUERY_H
+#define SA_API_HTTP_QUERY_H
 
 #include "agent/core/buf.h"
 

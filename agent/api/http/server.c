@@ -52,10 +52,10 @@ static void displace(struct server *s)
 {
     accept_pause(s, 0);
     if (s->dying || !s->untrusted) {
-        log_debug("serve: %u connections open, the bound: not accepting until one closes", s->n);
+        log_debug("api: %u connections open, the bound: not accepting until one closes", s->n);
         return;
     }
-    log_debug("serve: %u connections open, the bound: closing connection %u, the oldest "
+    log_debug("api: %u connections open, the bound: closing connection %u, the oldest "
               "with no request accepted, for a new one", s->n, conn_id(s->untrusted));
     conn_kill(s->untrusted);
 }
@@ -67,7 +67,7 @@ static int accept_one(struct server *s)
     if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) return 1;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-        log_warn("serve: accept: %s; pausing for %.2g s", strerror(errno), ACCEPT_RETRY);
+        log_warn("api: accept: %s; pausing for %.2g s", strerror(errno), ACCEPT_RETRY);
         accept_pause(s, ACCEPT_RETRY);
         return 0;
     }
@@ -75,7 +75,7 @@ static int accept_one(struct server *s)
     int one = 1;
     if (s->tcp) (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (!conn_open(s, fd)) {
-        log_warn("serve: out of memory for a connection");
+        log_warn("api: out of memory for a connection");
         close(fd);
         accept_pause(s, ACCEPT_RETRY);
         return 0;
@@ -94,7 +94,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
     for (int i = 0; i < ACCEPT_BATCH && s->n < s->max; i++)
         if (!accept_one(s)) break;
     if (!slot_coming(s)) {
-        log_debug("serve: %u connections open, the bound: not accepting until one closes", s->n);
+        log_debug("api: %u connections open, the bound: not accepting until one closes", s->n);
         accept_pause(s, 0);
     }
 }
@@ -107,7 +107,7 @@ static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
 static void on_drain_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct server *s = w->data;
-    log_warn("serve: %u connections still open %.3g s after the stop; dropping them", s->n,
+    log_warn("api: %u connections still open %.3g s after the stop; dropping them", s->n,
              SERVER_DRAIN_SECONDS);
     for (struct conn *c = s->conns; c; c = conn_next(c)) conn_kill(c);
 }

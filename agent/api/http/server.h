@@ -11,8 +11,8 @@
  * What a request means is the application's (routes.c): the server hands it
  * each request head, each complete request, and each request it refuses.
  */
-#ifndef SA_SERVE_SERVER_H
-#define SA_SERVE_SERVER_H
+#ifndef SA_API_HTTP_SERVER_H
+#define SA_API_HTTP_SERVER_H
 
 #include <ev.h>
 

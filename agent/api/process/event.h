@@ -5,8 +5,8 @@
  * ({"event": {"start" | "data" | "keepalive" | "end": ...}}) and the List
  * response. Pure writers into a bounded buffer: no I/O.
  */
-#ifndef SA_API_PROCEV_H
-#define SA_API_PROCEV_H
+#ifndef SA_API_PROCESS_EVENT_H
+#define SA_API_PROCESS_EVENT_H
 
 #include "agent/core/buf.h"
 #include "agent/proc/proc.h"

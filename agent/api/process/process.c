@@ -47,9 +47,9 @@ int process_envs_json(struct buf *b)
     enum rpc_code code;
     char err[ERR_LEN];
     if (!g.t || process_user(NULL, &u, &code, err) < 0) return -1;
-    char **env = proc_env(g.t, &u, u.home, NULL);
+    char **env = proc_launch_env(g.t, &u, u.home, NULL);
     if (!env) return -1;
     int rc = jsonw_env(b, env);
-    proc_env_free(env);
+    proc_launch_env_free(env);
     return rc;
 }

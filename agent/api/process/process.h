@@ -10,8 +10,8 @@
  *   process/control.c  List, SendInput, SendSignal, CloseStdin, Update, and the
  *                client-streaming StreamInput
  */
-#ifndef SA_API_PROCRPC_H
-#define SA_API_PROCRPC_H
+#ifndef SA_API_PROCESS_PROCESS_H
+#define SA_API_PROCESS_PROCESS_H
 
 #include "agent/api/connect/connect.h"
 #include "agent/api/process/request.h"

@@ -15,8 +15,8 @@
  * tree it came from (strings) or owns what it holds (argv, envs, input
  * bytes): free it with its *_free, whatever the result.
  */
-#ifndef SA_API_PROCREQ_H
-#define SA_API_PROCREQ_H
+#ifndef SA_API_PROCESS_REQUEST_H
+#define SA_API_PROCESS_REQUEST_H
 
 #include "agent/core/buf.h"
 

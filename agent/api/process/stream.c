@@ -66,7 +66,7 @@ static void close_stream(struct pstream *ps)
 static int send_msg(struct pstream *ps, struct buf *b, int built)
 {
     if (built < 0) {
-        log_warn("serve: out of memory writing an event; dropping the stream");
+        log_warn("api: out of memory writing an event; dropping the stream");
         rpc_fail(ps->call, RPC_RESOURCE_EXHAUSTED, "out of memory");
         close_stream(ps);
         return -1;
@@ -94,10 +94,10 @@ static int send_chunk(struct pstream *ps, enum proc_chan ch)
     uint64_t skipped;
     size_t n = proc_read(p, ch, &ps->off[ch], chunk, sizeof chunk, &skipped);
     if (skipped)
-        log_warn("serve: process %d: a stream fell behind; %llu bytes of its output skipped",
+        log_warn("api: process %d: a stream fell behind; %llu bytes of its output skipped",
                  (int)proc_pid(p), (unsigned long long)skipped);
     if (n == 0) return 0;
-    proc_sub_moved(&ps->sub); /* output held back for this stream may flow */
+    proc_pace_moved(&ps->sub); /* output held back for this stream may flow */
     struct buf *b = msg_buf();
     int built = process_event_data(b, ch, chunk, n, ps->with_offset, ps->off[ch] - n);
     return send_msg(ps, b, built);
@@ -186,7 +186,7 @@ static void stream_open(struct rpc_call *call, struct proc *p, uint64_t off, int
     for (int ch = 0; ch < PROC_CHANS; ch++) ps->off[ch] = live ? proc_read_end(p, ch) : off;
     proc_subscribe(p, &ps->sub, on_ready, ps);
     /* The process's output waits for this stream (README: slow readers). */
-    proc_sub_pace(&ps->sub, ps->off);
+    proc_pace_sub(&ps->sub, ps->off);
     struct rpc_hooks h = {.more = on_more, .cancel = on_cancel, .stop = on_stop,
                           .deadline = on_deadline,
                           .keepalive = on_keepalive, .ctx = ps};

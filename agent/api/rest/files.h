@@ -15,8 +15,8 @@
  *   rest/upload.c  POST: multipart/form-data or application/octet-stream,
  *              gzip or not, streamed to the helpers
  */
-#ifndef SA_API_FILESRT_H
-#define SA_API_FILESRT_H
+#ifndef SA_API_REST_FILES_H
+#define SA_API_REST_FILES_H
 
 #include "agent/api/http/conn.h"
 #include "agent/core/buf.h"

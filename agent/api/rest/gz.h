@@ -5,8 +5,8 @@
  * fixed size, so a small input that inflates to gigabytes costs one buffer
  * at a time, never more memory.
  */
-#ifndef SA_API_GZ_H
-#define SA_API_GZ_H
+#ifndef SA_API_REST_GZ_H
+#define SA_API_REST_GZ_H
 
 #include <stddef.h>
 #include <zlib.h>

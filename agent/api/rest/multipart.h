@@ -10,8 +10,8 @@
  * Pure: no fds, no allocation beyond the header block and the two names, so
  * the unit test and the fuzzer drive it with any input and any split.
  */
-#ifndef SA_API_MULTIPART_H
-#define SA_API_MULTIPART_H
+#ifndef SA_API_REST_MULTIPART_H
+#define SA_API_REST_MULTIPART_H
 
 #include "agent/core/buf.h"
 

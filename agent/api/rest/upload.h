@@ -4,8 +4,8 @@
  * helpers' pipes) and upload_file.c (one file: its helper, its metadata, the
  * clean-up after a helper killed mid-write).
  */
-#ifndef SA_API_FILEPUT_H
-#define SA_API_FILEPUT_H
+#ifndef SA_API_REST_UPLOAD_H
+#define SA_API_REST_UPLOAD_H
 
 #include "agent/api/http/conn.h"
 #include "agent/api/asuser/job.h"

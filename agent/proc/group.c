@@ -1,0 +1,335 @@
+/*
+ * proc_group.c - signalling and stopping all a process started (see proc_group.h).
+ *
+ * A signal goes to the process group first, as before, then to the other
+ * members: with a cgroup, SIGKILL through cgroup.kill (all at once, forks
+ * included) or, without it, by passes over cgroup.procs until none is
+ * left; any other signal with the cgroup frozen (no member can fork while
+ * the list is read and signalled; thawed right after), or in one pass over
+ * the list where the kind cannot freeze. Without a cgroup, to the leader's
+ * descendants (proc_tree.c), walked before the group is signalled so that a
+ * leader dying of it cannot take its children's links with it.
+ *
+ * Nothing here waits: a freeze that is not complete at once is looked at
+ * again every FREEZE_TICK, for FREEZE_WAIT at most (a member in an
+ * uninterruptible sleep; then it is signalled anyway); KILL passes every
+ * KILL_TICK for KILL_WAIT; removal of a cgroup with members left is tried
+ * again after REMOVE_FIRST, the interval doubling up to REMOVE_MAX.
+ */
+#include "agent/proc/proc_priv.h"
+#include "agent/core/err.h"
+#include "agent/core/log.h"
+#include "agent/core/stop.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FREEZE_TICK 0.002
+#define FREEZE_WAIT 0.5
+#define KILL_TICK 0.01
+#define KILL_WAIT 2.0
+#define REMOVE_FIRST 0.05
+#define REMOVE_MAX 30.0
+
+static struct ev_loop *loop_of(const struct proc_group *g) { return g->t->loop; }
+
+/* Something is left to do: a stop under way, a freeze, KILL passes, a cgroup. */
+static int busy(const struct proc_group *g)
+{
+    return g->armed || ev_is_active(&g->freeze_w) || ev_is_active(&g->kill_w) || g->cg;
+}
+
+static void group_free(struct proc_group *g)
+{
+    struct ev_loop *loop = loop_of(g);
+    ev_timer_stop(loop, &g->grace_w);
+    ev_timer_stop(loop, &g->freeze_w);
+    ev_timer_stop(loop, &g->kill_w);
+    ev_timer_stop(loop, &g->remove_w);
+    if (g->prev) g->prev->next = g->next;
+    else g->t->groups = g->next;
+    if (g->next) g->next->prev = g->prev;
+    proc_tree_free(&g->tree);
+    free(g->cg);
+    free(g);
+}
+
+/* A detached group with nothing left to do goes. Returns 1 when it went. */
+static int settle(struct proc_group *g)
+{
+    if (g->attached || busy(g)) return 0;
+    group_free(g);
+    return 1;
+}
+
+/* Remove the cgroup if it is empty. Returns 1 when it is gone (or none). */
+static int try_remove(struct proc_group *g)
+{
+    if (!g->cg) return 1;
+    if (cgroup_remove(g->cg) < 0) return 0;
+    log_debug("process %d: cgroup %s removed", (int)g->pid, g->cg);
+    free(g->cg);
+    g->cg = NULL;
+    ev_timer_stop(loop_of(g), &g->remove_w);
+    return 1;
+}
+
+/* Every member gone: no KILL is needed any more. */
+static int all_gone(struct proc_group *g)
+{
+    if (g->leader_alive || !stop_group_gone(g->pid)) return 0;
+    return g->cg ? try_remove(g) : proc_tree_gone(&g->tree);
+}
+
+/* ---- cgroup members ---- */
+
+/* sig to every member of the cgroup outside the leader's group (which had
+ * it already while the leader lives). Returns how many were listed. */
+static size_t members_signal(struct proc_group *g, const int *sigs, int n)
+{
+    struct pid_list l = {NULL, 0, 0};
+    cgroup_members(g->cg, &l);
+    for (size_t i = 0; i < l.n; i++) {
+        if (g->leader_alive && (l.pid[i] == g->pid || getpgid(l.pid[i]) == g->pid)) continue;
+        for (int k = 0; k < n; k++) kill(l.pid[i], sigs[k]);
+    }
+    size_t listed = l.n;
+    descendants_list_free(&l);
+    return listed;
+}
+
+/* The freeze is complete (or waited for long enough): signal, thaw. */
+static void freeze_deliver(struct proc_group *g)
+{
+    ev_timer_stop(loop_of(g), &g->freeze_w);
+    members_signal(g, g->sigq, g->nsig);
+    g->nsig = 0;
+    if (cgroup_freeze(&g->t->cg, g->cg, 0) < 0)
+        log_warn("process %d: cannot thaw its cgroup %s: %s", (int)g->pid, g->cg, strerror(errno));
+}
+
+static void on_freeze_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct proc_group *g = w->data;
+    int frozen = cgroup_frozen(&g->t->cg, g->cg);
+    if (frozen == 0 && ev_now(loop) - g->since < FREEZE_WAIT) return;
+    if (frozen != 1) log_debug("process %d: its cgroup did not freeze; signalling anyway", (int)g->pid);
+    freeze_deliver(g);
+    settle(g);
+}
+
+/* Queue sig for the members and freeze, unless a freeze is under way. */
+static void freeze_signal(struct proc_group *g, int sig)
+{
+    for (int i = 0; i < g->nsig; i++)
+        if (g->sigq[i] == sig) return;
+    if (g->nsig == PROC_GROUP_QUEUE) { /* cannot happen with the stop's two: best effort */
+        members_signal(g, &sig, 1);
+        return;
+    }
+    g->sigq[g->nsig++] = sig;
+    if (ev_is_active(&g->freeze_w)) return;
+    if (cgroup_freeze(&g->t->cg, g->cg, 1) < 0) {
+        freeze_deliver(g);
+        return;
+    }
+    if (cgroup_frozen(&g->t->cg, g->cg) == 1) {
+        freeze_deliver(g);
+        return;
+    }
+    g->since = ev_now(loop_of(g));
+    ev_timer_again(loop_of(g), &g->freeze_w);
+}
+
+static void on_kill_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct proc_group *g = w->data;
+    int sig = SIGKILL;
+    if (members_signal(g, &sig, 1) && ev_now(loop) - g->since < KILL_WAIT) return;
+    ev_timer_stop(loop, w);
+    if (!try_remove(g)) log_warn("process %d: members of its cgroup survived %.3g s of SIGKILL", (int)g->pid, KILL_WAIT);
+    settle(g);
+}
+
+static void members_kill(struct proc_group *g)
+{
+    int sig = SIGKILL;
+    /* A v1 freezer holds a frozen member's SIGKILL until the thaw. */
+    if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
+    if (cgroup_kill(&g->t->cg, g->cg) == 0) return;
+    if (!members_signal(g, &sig, 1) || ev_is_active(&g->kill_w)) return;
+    g->since = ev_now(loop_of(g));
+    ev_timer_again(loop_of(g), &g->kill_w);
+}
+
+/* ---- every member ---- */
+
+static void others(struct proc_group *g, int sig)
+{
+    if (!g->cg) proc_tree_signal(&g->tree, g->leader_alive ? g->pid : 0, sig);
+    else if (sig == SIGKILL) members_kill(g);
+    else if (g->t->cg.has_freeze) freeze_signal(g, sig);
+    else members_signal(g, &sig, 1);
+}
+
+void proc_group_signal(struct proc_group *g, int sig)
+{
+    if (!g->cg && g->leader_alive) proc_tree_walk(&g->tree, g->pid);
+    if (g->leader_alive) stop_send(g->pid, sig, 1);
+    others(g, sig);
+}
+
+static void on_grace(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct proc_group *g = w->data;
+    g->armed = 0;
+    g->killed = 1;
+    /* A group that outlived its leader keeps its id while it has members. */
+    if (g->leader_alive || !stop_group_gone(g->pid)) {
+        if (!g->cg && g->leader_alive) proc_tree_walk(&g->tree, g->pid);
+        stop_kill(g->pid);
+    }
+    others(g, SIGKILL);
+    settle(g);
+}
+
+void proc_group_stop(struct proc_group *g, int sig, double grace)
+{
+    proc_group_signal(g, sig);
+    if (g->leader_alive) stop_send(g->pid, SIGCONT, 1); /* a stopped group cannot act on sig */
+    others(g, SIGCONT);
+    if (g->armed || g->killed) return;
+    g->armed = 1;
+    ev_timer_set(&g->grace_w, grace, 0.);
+    ev_timer_start(loop_of(g), &g->grace_w);
+}
+
+/* ---- life ---- */
+
+static void on_remove_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct proc_group *g = w->data;
+    if (!try_remove(g)) {
+        w->repeat = w->repeat * 2 > REMOVE_MAX ? REMOVE_MAX : w->repeat * 2;
+        ev_timer_again(loop, w);
+        return;
+    }
+    if (g->armed && all_gone(g)) {
+        ev_timer_stop(loop, &g->grace_w);
+        g->armed = 0;
+    }
+    settle(g);
+}
+
+struct proc_group *proc_group_new(struct proc_table *t, int *procs_fd)
+{
+    char err[ERR_LEN], path[CGROUP_PATH_MAX], name[32];
+    struct proc_group *g = calloc(1, sizeof *g);
+    *procs_fd = -1;
+    if (!g) return NULL;
+    g->t = t;
+    g->attached = 1;
+    ev_timer_init(&g->grace_w, on_grace, 0., 0.);
+    ev_timer_init(&g->freeze_w, on_freeze_tick, 0., FREEZE_TICK);
+    ev_timer_init(&g->kill_w, on_kill_tick, 0., KILL_TICK);
+    ev_timer_init(&g->remove_w, on_remove_tick, 0., REMOVE_FIRST);
+    g->grace_w.data = g->freeze_w.data = g->kill_w.data = g->remove_w.data = g;
+    g->next = t->groups;
+    if (t->groups) t->groups->prev = g;
+    t->groups = g;
+    if (t->cg.kind == CGROUP_NONE || t->cg_lost) return g;
+    snprintf(name, sizeof name, "p%u", ++t->cg_seq);
+    if ((*procs_fd = cgroup_make(&t->cg, name, path, sizeof path, err)) < 0 || !(g->cg = strdup(path))) {
+        log_warn("proc: %s; this process's descendants are found through /proc", *procs_fd < 0 ? err : "out of memory");
+        if (*procs_fd >= 0) {
+            close(*procs_fd);
+            *procs_fd = -1;
+            cgroup_remove(path);
+        }
+    }
+    return g;
+}
+
+void proc_group_started(struct proc_group *g, pid_t pid, int cgroup_errno)
+{
+    g->pid = pid;
+    g->leader_alive = 1;
+    if (!cgroup_errno || !g->cg) return;
+    log_warn("proc: process %d cannot join its cgroup %s: %s; no more cgroups: descendants are found "
+             "through /proc", (int)pid, g->cg, strerror(cgroup_errno));
+    cgroup_remove(g->cg);
+    free(g->cg);
+    g->cg = NULL;
+    g->t->cg_lost = 1;
+}
+
+void proc_group_leader_exited(struct proc_group *g)
+{
+    g->leader_alive = 0;
+    if (g->armed && all_gone(g)) {
+        ev_timer_stop(loop_of(g), &g->grace_w);
+        g->armed = 0;
+    }
+    if (!try_remove(g) && !ev_is_active(&g->remove_w)) {
+        g->remove_w.repeat = REMOVE_FIRST;
+        ev_timer_again(loop_of(g), &g->remove_w);
+    }
+}
+
+void proc_group_release(struct proc_group *g)
+{
+    if (!g) return;
+    g->attached = 0;
+    if (g->pid <= 0) try_remove(g); /* never started: it is empty */
+    settle(g);
+}
+
+const char *proc_group_cgroup(const struct proc_group *g) { return g ? g->cg : NULL; }
+
+void proc_group_shutdown_all(struct proc_table *t, double grace)
+{
+    for (struct proc_group *g = t->groups; g; g = g->next)
+        if (g->leader_alive || g->cg) proc_group_stop(g, SIGTERM, grace);
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* KILL what is left in every cgroup and remove them; the loop is not run
+ * (it may be over): the dead leave a cgroup before they are reaped. */
+static void remove_all(struct proc_table *t)
+{
+    double deadline = mono_now() + PROC_GROUP_FREE_WAIT;
+    for (;;) {
+        int left = 0, sig = SIGKILL;
+        for (struct proc_group *g = t->groups; g; g = g->next) {
+            if (!g->cg || try_remove(g)) continue;
+            if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
+            if (cgroup_kill(&t->cg, g->cg) < 0) members_signal(g, &sig, 1);
+            left++;
+        }
+        if (!left) return;
+        if (mono_now() >= deadline) {
+            log_warn("proc: %d cgroups still have members after %.3g s of SIGKILL; left behind", left,
+                     PROC_GROUP_FREE_WAIT);
+            return;
+        }
+        struct timespec tick = {0, 5000000};
+        nanosleep(&tick, NULL);
+    }
+}
+
+void proc_group_free_all(struct proc_table *t)
+{
+    remove_all(t);
+    while (t->groups) group_free(t->groups);
+}

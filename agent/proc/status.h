@@ -1,0 +1,30 @@
+/*
+ * pstatus.h - how the end of a process is told (README "serve": processes),
+ * the way envd tells it, which is Go's os/exec: "exit status N", or for a
+ * death by signal exit code -1 and "signal: killed" (Go's signal names,
+ * " (core dumped)" appended when it did); `error` is the same text whenever
+ * the process did not exit 0, and for a command that could not be started,
+ * exit code 127 or 126 and the command and the reason.
+ *
+ * Owns only the texts (no I/O): unit-tested in tests/unit/test_pstatus.c.
+ */
+#ifndef SA_PROC_STATUS_H
+#define SA_PROC_STATUS_H
+
+#include "agent/core/err.h"
+
+struct proc_end {
+    int exited;              /* 1: it exited (exit_code is its status); 0: a signal ended it */
+    int exit_code;           /* -1 for a signal death */
+    char status[64];         /* "exit status 3", "signal: terminated" */
+    char error[ERR_LEN];     /* "" when it exited 0 */
+};
+
+/* From a wait status. */
+void proc_status_from_wait(int wstatus, struct proc_end *e);
+/* For a command that could not be started: exec_errno from spawn_child. */
+void proc_status_from_exec_error(const char *cmd, int exec_errno, struct proc_end *e);
+/* Go's name of a signal ("killed"), or NULL when it has none. */
+const char *proc_status_signal_name(int sig);
+
+#endif

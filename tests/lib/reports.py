@@ -1,0 +1,91 @@
+"""Where `run` reports to, for its tests (test_run.py, test_relay.py,
+test_leftovers.py import these fixtures): a result directory any job user
+may write (`tmp`, with `result_env`), and a webhook receiver on 127.0.0.1
+over HTTP (`hook_server`, `hook`) or HTTPS (`tls_hook`) that records every
+POST in Hook.received and answers 204.
+"""
+import http.server
+import json
+import os
+import ssl
+import subprocess
+import threading
+import time
+
+import pytest
+
+from testlib import TIMEOUT, clean_env
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    os.chmod(tmp_path, 0o777)
+    return tmp_path
+
+
+def result_env(tmp, **extra):
+    return clean_env(SANDBOX_RESULT=str(tmp / "out" / "result.json"), **extra)
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    received = []  # (path, Content-Type, body, Authorization) of each POST, in order
+    delay = 0.0    # seconds before the answer, like a real server's latency
+
+    def do_POST(self):
+        n = int(self.headers["Content-Length"])
+        Hook.received.append((self.path, self.headers["Content-Type"], self.rfile.read(n),
+                              self.headers.get("Authorization")))
+        time.sleep(Hook.delay)
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+    @staticmethod
+    def payloads():
+        """The decoded JSON body of each POST, in order."""
+        return [json.loads(body) for _, _, body, _ in Hook.received]
+
+
+def _serving(ctx=None):
+    """A fresh Hook server on 127.0.0.1 (TLS with ctx), answering on a thread."""
+    Hook.received = []
+    Hook.delay = 0.0
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    if ctx is not None:
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def _stop(srv):
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def hook_server():
+    srv = _serving()
+    yield srv
+    _stop(srv)
+
+
+@pytest.fixture
+def hook(hook_server):
+    """The URL of hook_server, as SANDBOX_JOB_WEBHOOK takes it."""
+    return "http://127.0.0.1:%d/hook" % hook_server.server_address[1]
+
+
+@pytest.fixture
+def tls_hook(tmp):
+    """(server, its self-signed certificate for 127.0.0.1)."""
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True, timeout=TIMEOUT)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(cert), str(key))
+    srv = _serving(ctx)
+    yield srv, cert
+    _stop(srv)
