@@ -11,6 +11,15 @@
  * stop accepting, SIGTERM every started process group (SIGKILL after the
  * grace), and once every process has ended, end every open stream with its
  * end event and close every connection.
+ *
+ * One API per process: there is one loop, one reaper and one process table
+ * per PID 1, so the state the handlers share lives in the files that own
+ * it, not in struct api - the table served and the default user
+ * (process/process.c, asuser/asuser.c, set here by api_start and cleared by
+ * api_free), the calls open (connect/rpc.c), the polling watchers and the
+ * live watches (filesystem/watchers.c, watch.c), the helpers running
+ * (asuser/job.c). struct api holds what is this instance's: the
+ * configuration, the server, the stop.
  */
 #ifndef SA_API_API_H
 #define SA_API_API_H
