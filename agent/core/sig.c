@@ -97,18 +97,30 @@ void sig_record_initial(void)
 
 void sig_child_restore(void)
 {
-    /* Only what the agent changed needs changing back: exec resets caught
-     * signals to the default by itself, but keeps SIG_IGN (our SIGPIPE) and
-     * the mask (everything is blocked here). */
-    for (int sig = 1; sig <= KSIG_MAX; sig++) {
-        if (sig == SIGKILL || sig == SIGSTOP) continue;
+    /* Only what the agent changed needs changing back: every caught signal
+     * is read from the signalfd (blocked, its disposition untouched), exec
+     * resets handlers to the default by itself but keeps SIG_IGN and the
+     * mask. The agent changed two dispositions: SIGPIPE (ignored) and
+     * SIGCHLD (libev's handler, which must not run in a child that shares
+     * the agent's memory before its exec). The rest of what the child
+     * inherits is what the agent was started with. */
+    static const int changed[] = {SIGPIPE, SIGCHLD};
+    for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++) {
         struct ksigaction ka;
         memset(&ka, 0, sizeof ka);
-        ka.handler = (initial_ignored & KSIG_BIT(sig)) ? SIG_IGN : SIG_DFL;
-        syscall(SYS_rt_sigaction, sig, &ka, NULL, sizeof(sig_kset));
+        ka.handler = (initial_ignored & KSIG_BIT(changed[i])) ? SIG_IGN : SIG_DFL;
+        syscall(SYS_rt_sigaction, changed[i], &ka, NULL, sizeof(sig_kset));
     }
     kmask(SIG_SETMASK, &initial_mask, NULL);
 }
+
+void sig_block_all(sig_kset *old)
+{
+    sig_kset all = ~0ULL;
+    kmask(SIG_BLOCK, &all, old);
+}
+
+void sig_set_mask(const sig_kset *mask) { kmask(SIG_SETMASK, mask, NULL); }
 
 int sig_ignore_pipe(void) { return signal(SIGPIPE, SIG_IGN) == SIG_ERR ? -1 : 0; }
 

@@ -23,11 +23,20 @@ typedef unsigned long long sig_kset;
  * set), so that every workload gets them back at exec, as it would have
  * without the agent in between (tini and catatonit do the same). */
 void sig_record_initial(void);
-/* In a freshly forked child, with every signal blocked, just before exec:
- * every disposition back to what the agent was started with (ignored stays
- * ignored, everything else default), then the start-up mask.
- * Async-signal-safe. */
+/* In a fresh child, with every signal blocked, just before exec: the
+ * dispositions the agent changed (SIGPIPE, SIGCHLD) back to what the agent
+ * was started with (ignored stays ignored, everything else default; the
+ * others are untouched), then the start-up mask. Async-signal-safe, and
+ * safe in a child that shares the agent's memory (3 syscalls). */
 void sig_child_restore(void);
+
+/* Block every signal (around a clone, so that no handler runs in the
+ * child), *old the mask before; and set the mask back. Through the raw
+ * syscall: the C library's sigprocmask hides the signals it reserves from
+ * the mask it returns, and restoring that would unblock what the signalfd
+ * reads. */
+void sig_block_all(sig_kset *old);
+void sig_set_mask(const sig_kset *mask);
 
 /* Catch the signals of the 0-terminated list `sigs`, or with sigs NULL every
  * signal that an init forwards (see sig.c for which and why). They are

@@ -1,10 +1,20 @@
 /*
  * spawn.c - fork/exec with reliable exec errors, and the reaper (see spawn.h).
  *
- * Exec errors travel back through a close-on-exec pipe: a successful exec
- * closes it (read sees EOF), a failed one writes errno into it first. That is
+ * Exec errors travel back through a close-on-exec pipe: a failed exec (or
+ * chdir, setuid, ...) writes errno into it before the child exits. That is
  * the only way for the parent to tell "command not found" from a command that
  * itself exits 127.
+ *
+ * The child is made with clone(CLONE_VM | CLONE_VFORK) on a stack of its
+ * own, as posix_spawn does: the parent's page tables are not copied for
+ * every start (nor its pages made copy-on-write until the exec), and the
+ * parent resumes once the child has exec'd or exited, so whatever the child
+ * wrote into the pipe is there to read without waiting. The child shares
+ * the parent's memory until its exec, so it runs async-signal-safe calls
+ * only, through the raw syscalls where the C library would take locks or
+ * touch its own state (set*id), and writes nothing of the parent's but the
+ * pipe (errno, which it shares, is put back by the parent).
  */
 #include "agent/core/spawn.h"
 #include "agent/core/err.h"
@@ -19,8 +29,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
-#include <grp.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -42,7 +53,16 @@ int spawn_exit_code(int status)
     return 255;
 }
 
-static void write_all_raw(int fd, const void *p, size_t n)
+/* The child runs on a stack of its own in the parent's memory: none of its
+ * code is instrumented (AddressSanitizer would take the stack switch for a
+ * stack overflow at its first noreturn call). */
+#if defined(__GNUC__)
+#define CHILD_CODE __attribute__((no_sanitize("address")))
+#else
+#define CHILD_CODE
+#endif
+
+static CHILD_CODE void write_all_raw(int fd, const void *p, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, p, n);
@@ -51,23 +71,6 @@ static void write_all_raw(int fd, const void *p, size_t n)
         p = (const char *)p + w;
         n -= (size_t)w;
     }
-}
-
-/*
- * Blocking "everything" around fork, and restoring afterwards, goes through
- * the raw syscall: the C library's sigprocmask() hides the signals it
- * reserves (32-34) from the old mask it returns, so restoring that mask
- * would silently unblock the signals sig.c reads from its signalfd.
- */
-static void block_all(sig_kset *old)
-{
-    sig_kset all = ~0ULL;
-    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, old, sizeof all);
-}
-
-static void restore_mask(const sig_kset *old)
-{
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof *old);
 }
 
 /* In a helper child that runs our own code (spawn_fork), with every signal
@@ -82,11 +85,33 @@ static void helper_reset_signals(void)
     for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, NULL);
     sig_kset none = 0;
-    restore_mask(&none);
+    sig_set_mask(&none);
 }
 
-/* Runs in the child between fork and exec: async-signal-safe calls only. */
-static void child_setup_and_exec(const struct spawn_opts *o, int errfd)
+/* The identity switch through the raw syscalls: the C library's set*id
+ * synchronise every thread (locks, signals), which a child sharing the
+ * parent's memory must not do, and which a child has no use for. */
+#ifdef SYS_setgid32
+#define SYS_SETGROUPS SYS_setgroups32
+#define SYS_SETGID SYS_setgid32
+#define SYS_SETUID SYS_setuid32
+#else
+#define SYS_SETGROUPS SYS_setgroups
+#define SYS_SETGID SYS_setgid
+#define SYS_SETUID SYS_setuid
+#endif
+
+static CHILD_CODE int set_ids(const struct spawn_opts *o)
+{
+    return syscall(SYS_SETGROUPS, o->ngroups, o->groups) < 0 || syscall(SYS_SETGID, o->gid) < 0 ||
+                   syscall(SYS_SETUID, o->uid) < 0
+               ? -1
+               : 0;
+}
+
+/* Runs in the child before exec, in the parent's memory: async-signal-safe
+ * calls only, nothing of the parent's written but through errfd. */
+static CHILD_CODE void child_setup_and_exec(const struct spawn_opts *o, int errfd)
 {
     int e;
 
@@ -107,8 +132,7 @@ static void child_setup_and_exec(const struct spawn_opts *o, int errfd)
     if (o->stdout_fd >= 0 && dup2(o->stdout_fd, 1) < 0) goto fail;
     if (o->stderr_fd >= 0 && dup2(o->stderr_fd, 2) < 0) goto fail;
     if (o->new_session && o->ctty && ioctl(0, TIOCSCTTY, 0) < 0) goto fail;
-    if (o->set_ids && (setgroups(o->ngroups, o->groups) < 0 || setgid(o->gid) < 0 || setuid(o->uid) < 0))
-        goto fail;
+    if (o->set_ids && set_ids(o) < 0) goto fail;
     if (o->cwd && chdir(o->cwd) < 0) goto fail;
     if (o->envp) execvpe(o->argv[0], o->argv, o->envp);
     else execvp(o->argv[0], o->argv);
@@ -123,57 +147,100 @@ const char *spawn_exec_reason(int exec_errno)
     return exec_errno == ENOENT ? "command not found" : strerror(exec_errno);
 }
 
+/* The child's stack: mapped once, a guard page below it, so that a deep
+ * exec path (a long PATH search, a script's argv) cannot reach the
+ * parent's data. Only one child is ever between clone and exec. */
+#define CHILD_STACK (256u * 1024u)
+#define CHILD_GUARD 4096u
+
+static char *child_stack_top(void)
+{
+    static char *top;
+    if (top) return top;
+    char *p = mmap(NULL, CHILD_STACK + CHILD_GUARD, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    if (mprotect(p, CHILD_GUARD, PROT_NONE) < 0) {
+        munmap(p, CHILD_STACK + CHILD_GUARD);
+        return NULL;
+    }
+    return top = p + CHILD_GUARD + CHILD_STACK;
+}
+
+struct child_args {
+    const struct spawn_opts *o;
+    int errfd;
+};
+
+static CHILD_CODE int child_main(void *arg)
+{
+    const struct child_args *a = arg;
+    child_setup_and_exec(a->o, a->errfd);
+    return 127; /* not reached */
+}
+
+/* What the child wrote into the pipe before its exec or its exit: up to
+ * two ints, a cgroup join's errno negated, then exec's. It is all there
+ * once clone returns; an empty pipe means the exec succeeded. */
+static void read_report(int fd, const struct spawn_opts *o, int *exec_errno)
+{
+    int e[2];
+    ssize_t r;
+    do r = read(fd, e, sizeof e);
+    while (r < 0 && errno == EINTR);
+    for (ssize_t i = 0; r > 0 && i < r / (ssize_t)sizeof e[0]; i++) {
+        if (e[i] < 0 && o->cgroup_errno) *o->cgroup_errno = -e[i];
+        else if (e[i] > 0) *exec_errno = e[i];
+    }
+}
+
 pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
 {
-    int pfd[2];
+    int pfd[2], saved = errno;
     sig_kset old;
-    pid_t pid;
+    char *stack = child_stack_top();
 
     *exec_errno = 0;
     if (o->cgroup_errno) *o->cgroup_errno = 0;
-    if (pipe2(pfd, O_CLOEXEC) < 0) {
+    if (!stack) {
+        err_set(err, "cannot map a stack for the child: %s", strerror(errno));
+        errno = EAGAIN;
+        return -1;
+    }
+    /* Non-blocking: the report is read once, after the child is past exec. */
+    if (pipe2(pfd, O_CLOEXEC | O_NONBLOCK) < 0) {
         int e = errno;
         err_set(err, "pipe: %s", strerror(e));
         errno = e;
         return -1;
     }
-    /* Block everything across fork so no handler runs in the child. */
-    block_all(&old);
-    pid = fork();
-    if (pid == 0) {
-        close(pfd[0]);
-        child_setup_and_exec(o, pfd[1]);
-    }
-    int fork_errno = errno;
-    restore_mask(&old);
+    struct child_args a = {o, pfd[1]};
+    /* Block everything across clone so no handler runs in the child (the
+     * child unblocks once its dispositions are the workload's). */
+    sig_block_all(&old);
+    pid_t pid = clone(child_main, stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+    int clone_errno = errno;
+    errno = saved; /* the child's calls wrote it (and the caller's stays) */
+    sig_set_mask(&old);
     close(pfd[1]);
     if (pid < 0) {
         close(pfd[0]);
-        err_set(err, "fork: %s", strerror(fork_errno));
-        errno = fork_errno;
+        err_set(err, "clone: %s", strerror(clone_errno));
+        errno = clone_errno;
         return -1;
     }
-    /* Both sides set the group, so it exists before either relies on it.
-     * Not for a new session: setsid fails in a group leader. */
-    if (o->new_pgrp && !o->new_session) setpgid(pid, pid);
-    /* Up to two messages: a cgroup join's errno negated, then exec's. */
-    for (int got = 0; got < 2;) {
-        int e;
-        ssize_t r = read(pfd[0], &e, sizeof e);
-        if (r < 0 && errno == EINTR) continue;
-        if (r != (ssize_t)sizeof e) break;
-        got++;
-        if (e < 0 && o->cgroup_errno) *o->cgroup_errno = -e;
-        else if (e > 0) *exec_errno = e;
-    }
+    /* The child has set its group (or session) already: clone returned
+     * after its exec. */
+    read_report(pfd[0], o, exec_errno); /* EAGAIN, for an exec that worked */
     close(pfd[0]);
+    errno = saved;
     return pid;
 }
 
 pid_t spawn_fork(int new_pgrp)
 {
     sig_kset old;
-    block_all(&old);
+    sig_block_all(&old);
     pid_t pid = fork();
     if (pid == 0) {
         if (new_pgrp) setpgid(0, 0);
@@ -181,7 +248,7 @@ pid_t spawn_fork(int new_pgrp)
         return 0;
     }
     int e = errno;
-    restore_mask(&old);
+    sig_set_mask(&old);
     if (pid > 0 && new_pgrp) setpgid(pid, pid);
     errno = e;
     return pid;

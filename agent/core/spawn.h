@@ -1,5 +1,5 @@
 /*
- * spawn.h - starting a child the way every mode needs it (fork/exec with
+ * spawn.h - starting a child the way every mode needs it (vfork/exec with
  * reliable exec errors); its exit status comes through the one reaper
  * (reaper.h).
  */
@@ -37,7 +37,9 @@ struct spawn_opts {
 };
 
 /*
- * Fork and exec. Returns the pid (> 0) when the child started, whether or not
+ * Start a child and wait until it has exec'd (clone(CLONE_VM | CLONE_VFORK):
+ * the agent's page tables are not copied; see spawn.c). Returns the pid
+ * (> 0) when the child started, whether or not
  * exec succeeded: *exec_errno is 0 when it did, else the errno of execvp, and
  * the child has then exited with 127 (ENOENT) or 126 (anything else), as a
  * shell would. A failed chdir, setgroups/setgid/setuid or TIOCSCTTY is
