@@ -75,7 +75,8 @@ static int skipped_line(const char *p, size_t n) { return n == 0 || p[0] == '#' 
  * 0, or -1 with errno set when the file cannot be read. */
 static int each_line(const char *path, lsplit_fn fn, void *ctx)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* openat: musl's open follows O_CLOEXEC with an F_SETFD of its own. */
+    int fd = openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     struct lsplit ls;
     lsplit_init(&ls, USER_LINE_MAX);

@@ -228,7 +228,7 @@ static int open_fds(struct pfds *f, const struct proc_start *s, char *err)
         }
         f->in[0] = in[1]; /* ours writes */
         f->in[1] = in[0];
-    } else if ((f->in[1] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    } else if ((f->in[1] = openat(AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC)) < 0) { /* musl's open adds an F_SETFD */
         err_set(err, "/dev/null: %s", strerror(errno));
         return -1;
     }
@@ -250,21 +250,23 @@ static void adopt_fds(struct proc *p, struct pfds *f)
     }
     p->in_fd = f->in[0];
     f->in[0] = -1;
+    /* Fresh pipe ends and pty fds carry no other status flag to keep: one
+     * F_SETFL each, no F_GETFL first. */
     for (int i = 0; i < PROC_CHANS; i++)
-        if (p->ch[i].fd >= 0) io_set_nonblock(p->ch[i].fd, 1);
-    if (p->in_fd >= 0) io_set_nonblock(p->in_fd, 1);
+        if (p->ch[i].fd >= 0) fcntl(p->ch[i].fd, F_SETFL, O_NONBLOCK);
+    if (p->in_fd >= 0) fcntl(p->in_fd, F_SETFL, O_NONBLOCK);
 }
 
-static int check_user(const struct user_info *u, char *err)
+static int check_user(const struct user_info *u, uid_t euid, char *err)
 {
-    if (!u || geteuid() == 0 || u->uid == geteuid()) return 0;
+    if (!u || euid == 0 || u->uid == euid) return 0;
     err_set(err, "running as user '%s' needs the agent to run as root", u->name);
     errno = EPERM;
     return -1;
 }
 
-static pid_t spawn(struct pfds *f, const struct proc_start *s, const char *cwd, char **env, int cgroup_fd,
-                   int *cgroup_errno, int *exec_errno, char *err)
+static pid_t spawn(struct pfds *f, const struct proc_start *s, uid_t euid, const char *cwd, char **env,
+                   int cgroup_fd, int *cgroup_errno, int *exec_errno, char *err)
 {
     const struct user_info *u = s->user;
     int child_in = s->pty ? f->slave : f->in[1];
@@ -272,7 +274,7 @@ static pid_t spawn(struct pfds *f, const struct proc_start *s, const char *cwd, 
     int child_err = s->pty ? f->slave : f->err[1];
     struct spawn_opts so = {.argv = s->argv, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = child_in,
                             .stdout_fd = child_out, .stderr_fd = child_err, .cwd = cwd, .envp = env,
-                            .new_session = s->pty, .ctty = s->pty, .set_ids = u && geteuid() == 0,
+                            .new_session = s->pty, .ctty = s->pty, .set_ids = u && euid == 0,
                             .uid = u ? u->uid : 0, .gid = u ? u->gid : 0, .groups = u ? u->groups : NULL,
                             .ngroups = u ? u->ngroups : 0, .cgroup_fd = cgroup_fd,
                             .cgroup_errno = cgroup_errno};
@@ -285,14 +287,15 @@ int proc_launch(struct proc *p, const struct proc_start *s, char *err)
     char *cwd = NULL, **env = NULL;
     int rc = -1, e = 0, cg_fd = -1, cg_errno = 0;
 
-    if (check_user(s->user, err) < 0 || resolve_cwd(s->cwd, s->user, &cwd, err) < 0) return -1;
+    uid_t euid = geteuid(); /* once a start */
+    if (check_user(s->user, euid, err) < 0 || resolve_cwd(s->cwd, s->user, &cwd, err) < 0) return -1;
     env = proc_launch_env(p->t, s->user, cwd, s->envs);
     if (!env || !(p->g = proc_group_new(p->t, &cg_fd))) {
         err_set(err, "out of memory");
         e = ENOMEM;
     } else if (open_fds(&f, s, err) < 0) {
         e = errno;
-    } else if ((p->pid = spawn(&f, s, cwd, env, cg_fd, &cg_errno, &p->exec_errno, err)) < 0) {
+    } else if ((p->pid = spawn(&f, s, euid, cwd, env, cg_fd, &cg_errno, &p->exec_errno, err)) < 0) {
         e = errno;
     } else {
         proc_group_started(p->g, p->pid, cg_errno);
