@@ -1,5 +1,6 @@
 /*
- * test_outq.c - the bounded output queue (agent/serve/outq.c).
+ * test_outq.c - the bounded output queue (agent/api/http/outq.c), and
+ * bytes reserved to be written in place, within the same bound.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,6 +36,28 @@ static void test_fifo(void **s)
     outq_done(&q, 10);
     assert_int_equal(outq_len(&q), 0);
     assert_null(outq_peek(&q, &n));
+    outq_free(&q);
+}
+
+static void test_reserve(void **s)
+{
+    (void)s;
+    struct outq q;
+    size_t n;
+    outq_init(&q, 10);
+    char *d = outq_reserve(&q, 4);
+    assert_non_null(d);
+    memcpy(d, "abcd", 4);
+    assert_int_equal(outq_put(&q, "ef", 2), 0);
+    assert_null(outq_reserve(&q, 5)); /* past the bound: nothing queued */
+    assert_int_equal(outq_len(&q), 6);
+    outq_done(&q, 3);
+    /* The drained bytes make room; what is pending stays in order. */
+    assert_non_null(d = outq_reserve(&q, 7));
+    memcpy(d, "1234567", 7);
+    const char *p = outq_peek(&q, &n);
+    assert_int_equal(n, 10);
+    assert_memory_equal(p, "def1234567", 10);
     outq_free(&q);
 }
 
@@ -86,7 +109,8 @@ static void test_memory_kept_then_trimmed(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo), cmocka_unit_test(test_many),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo), cmocka_unit_test(test_reserve),
+                                       cmocka_unit_test(test_many),
                                        cmocka_unit_test(test_memory_kept_then_trimmed)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

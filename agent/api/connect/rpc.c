@@ -110,17 +110,33 @@ int rpc_reply(struct rpc_call *call, const char *json, size_t n)
     return rc;
 }
 
+char *rpc_send_begin(struct rpc_call *call, size_t n)
+{
+    if (call->finished || call->m->kind != RPC_KIND_STREAM || begin_stream(call) < 0) return NULL;
+    if (n > 0xffffffffu - CONNECT_ENVELOPE_HEAD) {
+        log_warn("api: %s: a message of %zu bytes is too large; dropping the call", call->m->path, n);
+        conn_kill(call->conn); /* cancel follows, as for any lost connection */
+        return NULL;
+    }
+    /* The envelope is written in the connection's queue, the message after it. */
+    unsigned char *e = (unsigned char *)conn_write_begin(call->conn, CONNECT_ENVELOPE_HEAD + n);
+    if (!e) return NULL;
+    e[0] = 0;
+    e[1] = (unsigned char)(n >> 24);
+    e[2] = (unsigned char)(n >> 16);
+    e[3] = (unsigned char)(n >> 8);
+    e[4] = (unsigned char)n;
+    return (char *)e + CONNECT_ENVELOPE_HEAD;
+}
+
+int rpc_send_end(struct rpc_call *call) { return call->conn ? conn_write_end(call->conn) : -1; }
+
 int rpc_send(struct rpc_call *call, const char *json, size_t n)
 {
-    if (call->finished || call->m->kind != RPC_KIND_STREAM || begin_stream(call) < 0) return -1;
-    struct buf *b = scratch_buf();
-    if (connect_envelope_put(b, 0, json, n) < 0) {
-        log_warn("api: %s: a message of %zu bytes is too large; dropping the call",
-                 call->m->path, n);
-        conn_kill(call->conn); /* cancel follows, as for any lost connection */
-        return -1;
-    }
-    return conn_write(call->conn, b->data, b->len);
+    char *d = rpc_send_begin(call, n);
+    if (!d) return -1;
+    memcpy(d, json, n);
+    return rpc_send_end(call);
 }
 
 /* The end-stream message, with code (RPC_OK: none). A stream that cannot

@@ -76,6 +76,11 @@ int rpc_reply(struct rpc_call *call, const char *json, size_t n);
  * hooks.more before the next) or -1 (not sent: the connection is going and
  * hooks.cancel follows; or the call is already over). */
 int rpc_send(struct rpc_call *call, const char *json, size_t n);
+/* rpc_send in two steps, for a message written in place: room for exactly
+ * n bytes of JSON (NULL as rpc_send's -1), filled before the next rpc_* or
+ * conn_* call, then rpc_send_end, which returns what rpc_send would have. */
+char *rpc_send_begin(struct rpc_call *call, size_t n);
+int rpc_send_end(struct rpc_call *call);
 /* Stream: the end-stream message {}. Returns 0, or -1. */
 int rpc_end(struct rpc_call *call);
 /* Either kind: end with an error (msg may be NULL). Returns 0, or -1. */

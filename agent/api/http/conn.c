@@ -22,6 +22,14 @@
  * response is out. The client closing its side (EOF) after a whole request
  * lets the response finish, then the connection closes; EOF anywhere else,
  * or from a client gone both ways, ends the connection at once.
+ *
+ * Sending: what a stream queues during one turn of the loop goes out in one
+ * send, before the loop waits again (an ev_prepare watcher), not one send
+ * per write: a stream's head with its first message, an end event with the
+ * end of the stream, a burst of output messages. A stream that queues
+ * CONN_HIGH_WATER bytes in one turn is sent at once and told to wait for
+ * hooks.more, which comes from the next turn at the earliest: one
+ * connection's work per turn is bounded, whatever the client's speed.
  */
 #include "agent/api/http/conn.h"
 #include "agent/api/http/httpresp.h"
@@ -42,6 +50,7 @@ struct conn {
     struct server *srv;
     struct conn *prev, *next;
     struct conn *fprev, *fnext; /* the server's untrusted list, oldest first */
+    struct conn *uprev, *unext; /* the connections with bytes to send this turn */
     int fd;
     unsigned id;
     ev_io rio, wio;
@@ -68,11 +77,13 @@ struct conn {
     unsigned trusted : 1;     /* conn_trust: a head passed the application's check */
     unsigned listed : 1;      /* on the server's untrusted list */
     unsigned peer_eof : 1;    /* the client closed its side after a whole request */
+    unsigned unsent : 1;      /* on the unsent list: sent before the loop waits */
 };
 
 static void conn_timer_arm(struct conn *c);
 static void conn_maybe_next(struct conn *c);
 static int conn_flush(struct conn *c);
+static void unsent_remove(struct conn *c);
 
 /* Bytes after the request that are dropped before reading stops; and the
  * most a lingering connection drops. */
@@ -149,6 +160,7 @@ void conn_kill(struct conn *c)
     c->dying = 1;
     c->srv->dying++;
     untrusted_remove(c); /* never displaced twice */
+    unsent_remove(c);
     ev_io_stop(c->srv->loop, &c->rio);
     ev_io_stop(c->srv->loop, &c->wio);
     ev_timer_stop(c->srv->loop, &c->timer);
@@ -159,6 +171,7 @@ void conn_kill(struct conn *c)
 static void destroy(struct conn *c)
 {
     struct server *s = c->srv;
+    unsent_remove(c);
     struct conn_hooks h = c->hooks;
     memset(&c->hooks, 0, sizeof c->hooks);
     if (h.gone) h.gone(c, h.ctx);
@@ -387,6 +400,8 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
     if (c->blocked && outq_len(&c->out) < CONN_LOW_WATER) {
         c->blocked = 0;
         if (c->hooks.more) c->hooks.more(c, c->hooks.ctx);
+        /* Nothing more came: no call back until there is. */
+        if (!c->dying && !c->blocked && !outq_len(&c->out)) ev_io_stop(loop, &c->wio);
     }
     if (c->dying) return;
     conn_timer_arm(c);
@@ -473,11 +488,14 @@ void conn_stop(struct conn *c)
 
 /* ---- the writing half ---- */
 
-/* Write what the socket takes. Returns 0, or -1 when the connection failed. */
+/* Write what the socket takes. Returns 0, or -1 when the connection failed.
+ * A blocked producer keeps the write watcher on even when the queue is
+ * empty: it is called back from the next turn. */
 static int conn_flush(struct conn *c)
 {
     size_t n;
     const char *p;
+    unsent_remove(c);
     while ((p = outq_peek(&c->out, &n))) {
         ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
         if (k > 0) {
@@ -493,15 +511,57 @@ static int conn_flush(struct conn *c)
             return -1;
         }
     }
-    if (outq_len(&c->out)) ev_io_start(c->srv->loop, &c->wio);
+    if (outq_len(&c->out) || c->blocked) ev_io_start(c->srv->loop, &c->wio);
     else ev_io_stop(c->srv->loop, &c->wio);
     return 0;
+}
+
+/* ---- sending once per turn: the unsent list ---- */
+
+static struct conn *unsent;
+static ev_prepare sender;
+
+static void unsent_remove(struct conn *c)
+{
+    if (!c->unsent) return;
+    if (c->uprev) c->uprev->unext = c->unext;
+    else unsent = c->unext;
+    if (c->unext) c->unext->uprev = c->uprev;
+    c->uprev = c->unext = NULL;
+    c->unsent = 0;
+}
+
+/* Before the loop waits: every connection's bytes of this turn. */
+static void on_sender(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    while (unsent) {
+        struct conn *c = unsent;
+        if (conn_flush(c) < 0) continue; /* killed: off the list */
+        conn_timer_arm(c);
+        conn_maybe_next(c);
+    }
+    ev_prepare_stop(loop, w);
+}
+
+static void send_later(struct conn *c)
+{
+    if (c->unsent || c->dying) return;
+    c->uprev = NULL;
+    c->unext = unsent;
+    if (unsent) unsent->uprev = c;
+    unsent = c;
+    c->unsent = 1;
+    if (!ev_is_active(&sender)) {
+        ev_prepare_init(&sender, on_sender);
+        ev_prepare_start(c->srv->loop, &sender);
+    }
 }
 
 /* The response is wholly queued: the producer is done with c. */
 static void finish(struct conn *c)
 {
     c->finished = 1;
+    c->blocked = 0; /* no producer to call back */
     memset(&c->hooks, 0, sizeof c->hooks);
     if (conn_flush(c) < 0) return;
     conn_timer_arm(c);
@@ -549,7 +609,7 @@ int conn_stream_begin(struct conn *c, int status, const char *ctype, const char 
     if (begin(c, status, ctype, extra, chunked ? HTTPRESP_CHUNKED : HTTPRESP_EOF, 0) < 0)
         return -1;
     c->streaming = 1;
-    if (conn_flush(c) < 0) return -1;
+    send_later(c); /* the head goes with the first message */
     conn_timer_arm(c);
     return 0;
 }
@@ -559,28 +619,53 @@ int conn_stream_begin_length(struct conn *c, int status, const char *ctype, cons
 {
     if (begin(c, status, ctype, extra, HTTPRESP_LENGTH, length) < 0) return -1;
     c->streaming = 1;
-    if (conn_flush(c) < 0) return -1;
+    send_later(c); /* the head goes with the first message */
     conn_timer_arm(c);
     return 0;
+}
+
+char *conn_write_begin(struct conn *c, size_t n)
+{
+    if (c->dying || !c->streaming || c->finished || n == 0) return NULL;
+    /* Chunked: the size line ("%zx\r\n") before, CRLF after; a chunk of
+     * size 0 would end the body: n > 0 here. */
+    size_t k = 0;
+    if (c->framing == HTTPRESP_CHUNKED)
+        for (size_t v = n; v; v >>= 4) k++;
+    char *d = outq_reserve(&c->out, k ? k + 2 + n + 2 : n);
+    if (!d) {
+        log_warn("api: connection %u: stream past %u queued bytes; dropping it", c->id,
+                 (unsigned)CONN_QUEUE_MAX);
+        conn_kill(c);
+        return NULL;
+    }
+    if (!k) return d;
+    for (size_t i = k, v = n; i-- > 0; v >>= 4) d[i] = "0123456789abcdef"[v & 15];
+    memcpy(d + k, "\r\n", 2);
+    memcpy(d + k + 2 + n, "\r\n", 2);
+    return d + k + 2;
+}
+
+int conn_write_end(struct conn *c)
+{
+    if (c->dying) return -1;
+    if (outq_len(&c->out) < CONN_HIGH_WATER) {
+        send_later(c);
+        return 1;
+    }
+    /* A turn's worth: out now, and more from a later turn. */
+    c->blocked = 1;
+    return conn_flush(c) < 0 ? -1 : 0;
 }
 
 int conn_write(struct conn *c, const void *p, size_t n)
 {
     if (c->dying || !c->streaming || c->finished) return -1;
     if (n == 0) return outq_len(&c->out) < CONN_HIGH_WATER;
-    /* A chunk of size 0 would end the body: n > 0 here. */
-    if ((c->framing == HTTPRESP_CHUNKED && outq_printf(&c->out, "%zx\r\n", n) < 0) ||
-        outq_put(&c->out, p, n) < 0 ||
-        (c->framing == HTTPRESP_CHUNKED && outq_put(&c->out, "\r\n", 2) < 0)) {
-        log_warn("api: connection %u: stream past %u queued bytes; dropping it", c->id,
-                 (unsigned)CONN_QUEUE_MAX);
-        conn_kill(c);
-        return -1;
-    }
-    if (conn_flush(c) < 0) return -1;
-    if (outq_len(&c->out) < CONN_HIGH_WATER) return 1;
-    c->blocked = 1;
-    return 0;
+    char *d = conn_write_begin(c, n);
+    if (!d) return -1;
+    memcpy(d, p, n);
+    return conn_write_end(c);
 }
 
 int conn_stream_end(struct conn *c)

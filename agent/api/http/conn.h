@@ -37,7 +37,8 @@
 #include <stdint.h>
 
 /* Stream back-pressure: conn_write returns 0 at CONN_HIGH_WATER queued
- * bytes; hooks.more runs when the queue is below CONN_LOW_WATER again. */
+ * bytes (sent at once); hooks.more runs, from a later turn of the loop, when
+ * the queue is below CONN_LOW_WATER again. */
 #define CONN_HIGH_WATER (256u * 1024u)
 #define CONN_LOW_WATER (64u * 1024u)
 /* The hard bound of a queue: a whole unary response or one stream write. */
@@ -86,6 +87,13 @@ int conn_stream_begin_length(struct conn *c, int status, const char *ctype, cons
  * now full: wait for hooks.more) or -1 (not queued: the connection is going,
  * or the producer ignored a 0 past CONN_QUEUE_MAX and lost the connection). */
 int conn_write(struct conn *c, const void *p, size_t n);
+/* conn_write in two steps, for a producer that writes its bytes in place:
+ * room for exactly n (> 0) bytes of the stream, to be filled before the
+ * next conn_* call on c (NULL, and the connection is going, as for a -1),
+ * then conn_write_end, which returns what conn_write would have. Queued
+ * bytes go out before the loop waits, together (see conn.c, Sending). */
+char *conn_write_begin(struct conn *c, size_t n);
+int conn_write_end(struct conn *c);
 /* The stream is complete. Returns 0 or -1. */
 int conn_stream_end(struct conn *c);
 

@@ -47,6 +47,16 @@ int outq_put(struct outq *q, const void *p, size_t n)
     return buf_append(&q->b, p, n);
 }
 
+char *outq_reserve(struct outq *q, size_t n)
+{
+    if (n > q->b.max - outq_len(q)) return NULL;
+    compact(q, n);
+    if (buf_reserve(&q->b, n) < 0) return NULL;
+    char *p = q->b.data + q->b.len;
+    q->b.len += n;
+    return p;
+}
+
 int outq_printf(struct outq *q, const char *fmt, ...)
 {
     /* A head or a chunk size: room made as for a put of its bound. */

@@ -24,6 +24,9 @@ void outq_free(struct outq *q);
 size_t outq_len(const struct outq *q);
 /* Queue p[0..n). Returns 0, or -1 (nothing queued) past the bound. */
 int outq_put(struct outq *q, const void *p, size_t n);
+/* Queue n bytes the caller writes at the pointer returned (before the next
+ * call on q); NULL (nothing queued) past the bound or without memory. */
+char *outq_reserve(struct outq *q, size_t n);
 /* Queue printf-style text (a response head). */
 int outq_printf(struct outq *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The pending bytes, *n of them (NULL when none). */
