@@ -65,9 +65,8 @@ MUSL_CC     := musl-gcc
 # kernel's, splice and friends).
 MUSL_OPT    ?= -O2
 MUSL_DEP_OPT ?= -Os
-# ... but libb64 is on serve's hot path (every output byte of a Start stream
-# is base64-encoded): -O2 there encodes 2.5x as fast for ~1 KB.
-$(B)/musl/deps/libb64/%.o: MUSL_DEP_OPT := $(MUSL_OPT)
+# (libb64 among them: only its decoder is used, for input; the encoder on
+# serve's hot path is agent/core/b64.c's own.)
 MUSL_CFLAGS := -std=c11 $(MUSL_OPT) -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections
 

@@ -1,8 +1,8 @@
 /*
- * b64.h - base64 (standard alphabet, '=' padding, never a line break) on top of
- * libb64. The protocol forbids line breaks; Debian's libb64 encoder inserts
- * one every 72 characters, so this file is the only caller of it. Decoding
- * is strict where libb64's decoder skips what it does not know.
+ * b64.h - base64 (standard alphabet, '=' padding, never a line break):
+ * encoding of its own (serve's hot path; Debian's libb64 encoder also
+ * inserts a line break every 72 characters), decoding on top of libb64,
+ * strict where libb64's decoder skips what it does not know.
  */
 #ifndef SA_CORE_B64_H
 #define SA_CORE_B64_H
@@ -12,6 +12,10 @@
 #include <stddef.h>
 
 size_t b64_encoded_len(size_t n);
+/* Write the b64_encoded_len(n) characters of data[0..n) at dst (no
+ * terminator); returns how many. */
+size_t b64_encode_to(char *dst, const void *data, size_t n);
+/* Append them to out. Returns 0, or -1 past out's bound. */
 int b64_encode(struct buf *out, const void *data, size_t n);
 
 /* Append the bytes that s[0..n) encodes: the standard or the URL-safe

@@ -2,7 +2,9 @@
  * test_b64.c - base64 (agent/core/b64.c): RFC 4648 vectors, no line break
  * at any length (Debian's libb64 wraps at 72 columns unless driven right),
  * and a decoder that takes exactly what it should (both alphabets, optional
- * padding) and refuses the rest, within the output's bound.
+ * padding) and refuses the rest, within the output's bound. The encoder in
+ * place (b64_encode_to: its wide path and its tail) against the reference
+ * at every length, alignment and byte value, never a byte past its length.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +73,35 @@ static void test_b64_never_wraps(void **st)
     }
 }
 
+static void test_encode_to(void **st)
+{
+    (void)st;
+    enum { MAXN = 700, GUARD = 64 };
+    unsigned char *src = malloc(MAXN + 32);
+    char *dst = malloc(4 * 256 + GUARD); /* the longer of the two outputs below */
+    for (size_t i = 0; i < MAXN + 32; i++) src[i] = (unsigned char)(i * 151 + (i >> 8) * 7 + 3);
+    for (size_t n = 0; n <= MAXN; n++) {
+        for (size_t align = 0; align < 32; align += n < 100 ? 1 : 7) {
+            size_t want_len = b64_encoded_len(n);
+            memset(dst, '#', want_len + GUARD);
+            assert_int_equal(b64_encode_to(dst, src + align, n), want_len);
+            char *want = ref_b64(src + align, n);
+            assert_memory_equal(dst, want, want_len);
+            for (size_t g = 0; g < GUARD; g++) assert_int_equal(dst[want_len + g], '#');
+            free(want);
+        }
+    }
+    /* Every byte value in every position of a group. */
+    unsigned char all[3 * 256];
+    for (size_t i = 0; i < sizeof all; i++) all[i] = (unsigned char)(i % 3 == 0 ? i / 3 : i % 3 == 1 ? 255 - i / 3 : i / 3 ^ 0x5a);
+    char *want = ref_b64(all, sizeof all);
+    assert_int_equal(b64_encode_to(dst, all, sizeof all), strlen(want));
+    assert_memory_equal(dst, want, strlen(want));
+    free(want);
+    free(dst);
+    free(src);
+}
+
 static void test_round_trip(void **s)
 {
     (void)s;
@@ -132,6 +163,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_b64_rfc4648),
         cmocka_unit_test(test_b64_never_wraps),
+        cmocka_unit_test(test_encode_to),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_alphabets),
     };
