@@ -119,6 +119,23 @@ size_t ring_read(const struct ring *r, uint64_t *offset, char *dst, size_t max, 
     return n;
 }
 
+const char *ring_peek(const struct ring *r, uint64_t *offset, size_t max, size_t *n, uint64_t *skipped)
+{
+    if (skipped) *skipped = 0;
+    if (*offset < r->start) {
+        if (skipped) *skipped = r->start - *offset;
+        *offset = r->start;
+    }
+    *n = 0;
+    if (*offset >= r->end) return NULL;
+    uint64_t avail = r->end - *offset;
+    *n = avail < max ? (size_t)avail : max;
+    size_t pos = (size_t)(*offset % r->cap);
+    if (r->cap - pos < *n) return NULL; /* across the seam: ring_read copies it */
+    *offset += *n;
+    return r->data + pos;
+}
+
 int ring_truncated(const struct ring *r) { return r->start > 0; }
 
 int ring_json(struct buf *b, const struct ring *r)

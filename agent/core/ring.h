@@ -46,6 +46,13 @@ void ring_shrink(struct ring *r);
  * many bytes were jumped over (0 when none), for the caller to log. */
 size_t ring_read(const struct ring *r, uint64_t *offset, char *dst, size_t max, uint64_t *skipped);
 
+/* ring_read without the copy: the *n bytes (as ring_read would take them,
+ * *offset jumping and *skipped as there) in place, *offset advanced past
+ * them; NULL when *n is 0, or when they lie across the buffer's seam (once
+ * a lap: *offset is then not advanced, ring_read them). Valid until the
+ * next write. */
+const char *ring_peek(const struct ring *r, uint64_t *offset, size_t max, size_t *n, uint64_t *skipped);
+
 /* 1 when bytes were dropped: more were written than are kept. */
 int ring_truncated(const struct ring *r);
 

@@ -282,6 +282,15 @@ size_t proc_read(const struct proc *p, enum proc_chan ch, uint64_t *offset, char
     return ring_read(&p->ch[ch].ring, offset, dst, max, skipped);
 }
 
+const char *proc_peek(const struct proc *p, enum proc_chan ch, uint64_t *offset, size_t max, size_t *n,
+                      uint64_t *skipped)
+{
+    *n = 0;
+    if (skipped) *skipped = 0;
+    if (!proc_has_chan(p, ch)) return NULL;
+    return ring_peek(&p->ch[ch].ring, offset, max, n, skipped);
+}
+
 uint64_t proc_read_end(const struct proc *p, enum proc_chan ch)
 {
     return proc_has_chan(p, ch) ? p->ch[ch].ring.end : 0;

@@ -136,6 +136,11 @@ const struct proc_end *proc_end(const struct proc *p);
  * the oldest kept. */
 size_t proc_read(const struct proc *p, enum proc_chan ch, uint64_t *offset, char *dst, size_t max,
                  uint64_t *skipped);
+/* proc_read in place (ring_peek): the bytes, or NULL with *n > 0 when they
+ * must be copied with proc_read (*offset not advanced then). Valid until the
+ * loop runs again. */
+const char *proc_peek(const struct proc *p, enum proc_chan ch, uint64_t *offset, size_t max, size_t *n,
+                      uint64_t *skipped);
 /* The absolute offset just past the newest byte of ch. */
 uint64_t proc_read_end(const struct proc *p, enum proc_chan ch);
 int proc_has_chan(const struct proc *p, enum proc_chan ch);

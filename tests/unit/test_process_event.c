@@ -1,7 +1,9 @@
 /*
  * test_process_event.c - the messages of a Start or Connect stream
  * (agent/api/process/event.h), byte for byte: start, data (with and without its
- * replay offset), keepalive, end (with the error only when there is one).
+ * replay offset), keepalive, end (with the error only when there is one);
+ * the data event written in place: exactly its announced length, the same
+ * bytes as the buffer's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +12,7 @@
 
 #include "agent/api/process/event.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static void test_events(void **st)
@@ -46,10 +49,41 @@ static void test_events(void **st)
     buf_free(&b);
 }
 
+static void test_data_in_place(void **st)
+{
+    (void)st;
+    char out[8192], data[4096];
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (char)(i * 29 + 5);
+    size_t lens[] = {0, 1, 2, 3, 4, 47, 48, 49, 1000, 4096};
+    uint64_t offs[] = {0, 9, 10, 123456789012ull, UINT64_MAX};
+    for (int ch = 0; ch < PROC_CHANS; ch++)
+        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+            for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++)
+                for (int with = 0; with < 2; with++) {
+                    struct buf b;
+                    buf_init(&b, 1 << 20);
+                    assert_int_equal(process_event_data(&b, ch, data, lens[i], with, offs[k]), 0);
+                    size_t n = process_event_data_len(ch, lens[i], with, offs[k]);
+                    assert_int_equal(n, b.len);
+                    memset(out, '#', sizeof out);
+                    process_event_data_put(out, ch, data, lens[i], with, offs[k]);
+                    assert_memory_equal(out, b.data, n);
+                    assert_int_equal(out[n], '#');
+                    buf_free(&b);
+                }
+    /* The offset's digits, as buf_put_u64 writes them. */
+    struct buf b;
+    buf_init(&b, 256);
+    assert_int_equal(process_event_data(&b, PROC_STDOUT, "a", 1, 1, UINT64_MAX), 0);
+    assert_string_equal(buf_cstr(&b), "{\"event\": {\"data\": {\"stdout\": \"YQ==\"}}, \"offset\": 18446744073709551615}");
+    buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_events),
+        cmocka_unit_test(test_data_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * test_ring.c - the ring (agent/core/ring.c): absolute offsets,
  * wrapping, the jump of a reader that fell behind, the live end, offsets past
  * 2^32, a ring that keeps nothing, lazy growth, shrinking; and the
- * last-N-bytes view `exec` keeps of a stream (truncation, JSON with U+FFFD).
+ * last-N-bytes view `exec` keeps of a stream (truncation, JSON with U+FFFD);
+ * reading in place (peek) up to the buffer's seam.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -439,6 +440,41 @@ static void test_tail_growth_bounded(void **st)
     ring_free(&r);
 }
 
+static void test_peek(void **st)
+{
+    (void)st;
+    struct ring r;
+    size_t n;
+    uint64_t off = 0, skipped;
+    ring_init(&r, 8);
+    assert_null(ring_peek(&r, &off, 4, &n, &skipped));
+    assert_int_equal(n, 0);
+    assert_int_equal(ring_write(&r, "abcdefgh", 8), 0);
+    const char *p = ring_peek(&r, &off, 5, &n, &skipped);
+    assert_non_null(p);
+    assert_int_equal(n, 5);
+    assert_memory_equal(p, "abcde", 5);
+    assert_int_equal(off, 5);
+    assert_int_equal(ring_write(&r, "ij", 2), 0); /* wraps: i j at the front */
+    p = ring_peek(&r, &off, 8, &n, &skipped);     /* f g h | i j: across the seam */
+    assert_null(p);
+    assert_int_equal(n, 5);
+    assert_int_equal(off, 5); /* not advanced */
+    assert_non_null(p = ring_peek(&r, &off, 3, &n, &skipped));
+    assert_memory_equal(p, "fgh", 3);
+    assert_non_null(p = ring_peek(&r, &off, 8, &n, &skipped));
+    assert_memory_equal(p, "ij", 2);
+    assert_int_equal(off, 10);
+    /* Behind the oldest byte: the jump, as ring_read has it. */
+    off = 0;
+    assert_non_null(p = ring_peek(&r, &off, 6, &n, &skipped));
+    assert_int_equal(skipped, 2);
+    assert_int_equal(n, 6);
+    assert_int_equal(off, 8);
+    assert_memory_equal(p, "cdefgh", 6);
+    ring_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_cap_zero_counts_only),
         cmocka_unit_test(test_grows_lazily_and_keeps_order),
         cmocka_unit_test(test_shrink_keeps_the_bytes),
+        cmocka_unit_test(test_peek),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,8 +7,6 @@
 
 #include <string.h>
 
-static const char *const chan_names[PROC_CHANS] = {"stdout", "stderr", "pty"};
-
 int process_event_start(struct buf *b, pid_t pid)
 {
     return buf_puts(b, "{\"event\": {\"start\": {\"pid\": ") < 0 ||
@@ -17,16 +15,56 @@ int process_event_start(struct buf *b, pid_t pid)
                : 0;
 }
 
+/* The data event: its head (one per channel), the base64, DATA_TAIL, with
+ * an offset DATA_OFFSET and its digits, then "}". */
+static const char *const data_heads[PROC_CHANS] = {
+    "{\"event\": {\"data\": {\"stdout\": \"",
+    "{\"event\": {\"data\": {\"stderr\": \"",
+    "{\"event\": {\"data\": {\"pty\": \"",
+};
+#define DATA_TAIL "\"}}"
+#define DATA_OFFSET ", \"offset\": "
+
+/* The decimal digits of v at out (NULL: only counted). */
+static size_t u64_digits(uint64_t v, char *out)
+{
+    size_t k = 1;
+    for (uint64_t t = v; t >= 10; t /= 10) k++;
+    for (size_t i = k; out && i-- > 0; v /= 10) out[i] = (char)('0' + v % 10);
+    return k;
+}
+
+size_t process_event_data_len(enum proc_chan ch, size_t n, int with_offset, uint64_t offset)
+{
+    return strlen(data_heads[ch]) + b64_encoded_len(n) + sizeof DATA_TAIL - 1 + 1 /* "}" */ +
+           (with_offset ? sizeof DATA_OFFSET - 1 + u64_digits(offset, NULL) : 0);
+}
+
+void process_event_data_put(char *d, enum proc_chan ch, const char *p, size_t n, int with_offset,
+                            uint64_t offset)
+{
+    size_t k = strlen(data_heads[ch]);
+    memcpy(d, data_heads[ch], k);
+    d += k;
+    d += b64_encode_to(d, p, n);
+    memcpy(d, DATA_TAIL, sizeof DATA_TAIL - 1);
+    d += sizeof DATA_TAIL - 1;
+    if (with_offset) {
+        memcpy(d, DATA_OFFSET, sizeof DATA_OFFSET - 1);
+        d += sizeof DATA_OFFSET - 1;
+        d += u64_digits(offset, d);
+    }
+    *d = '}';
+}
+
 int process_event_data(struct buf *b, enum proc_chan ch, const char *p, size_t n, int with_offset,
                 uint64_t offset)
 {
-    if (buf_puts(b, "{\"event\": {\"data\": {") < 0 || jsonw_key(b, chan_names[ch]) < 0 ||
-        buf_putc(b, '"') < 0 || b64_encode(b, p, n) < 0 || buf_puts(b, "\"}}") < 0)
-        return -1;
-    if (with_offset &&
-        (buf_puts(b, ", \"offset\": ") < 0 || buf_put_u64(b, (unsigned long long)offset, 0) < 0))
-        return -1;
-    return buf_putc(b, '}');
+    size_t len = process_event_data_len(ch, n, with_offset, offset);
+    if (buf_reserve(b, len) < 0) return -1;
+    process_event_data_put(b->data + b->len, ch, p, n, with_offset, offset);
+    b->len += len;
+    return 0;
 }
 
 int process_event_keepalive(struct buf *b) { return buf_puts(b, "{\"event\": {\"keepalive\": {}}}"); }

@@ -24,6 +24,11 @@ int process_event_start(struct buf *b, pid_t pid);
  * when with_offset (a replaying Connect: the absolute offset of p[0]). */
 int process_event_data(struct buf *b, enum proc_chan ch, const char *p, size_t n, int with_offset,
                 uint64_t offset);
+/* The same message written in place (a connection's queue): its length,
+ * then exactly that many bytes at d. */
+size_t process_event_data_len(enum proc_chan ch, size_t n, int with_offset, uint64_t offset);
+void process_event_data_put(char *d, enum proc_chan ch, const char *p, size_t n, int with_offset,
+                            uint64_t offset);
 int process_event_keepalive(struct buf *b);
 int process_event_end(struct buf *b, const struct proc_end *e);
 /* {"processes": [...]}: every running process of t, in start order. */

@@ -92,15 +92,24 @@ static int send_chunk(struct pstream *ps, enum proc_chan ch)
 {
     struct proc *p = ps->sub.p;
     uint64_t skipped;
-    size_t n = proc_read(p, ch, &ps->off[ch], chunk, sizeof chunk, &skipped);
+    size_t n;
+    /* Encoded from the ring where it lies; copied once a lap, at its seam. */
+    const char *src = proc_peek(p, ch, &ps->off[ch], sizeof chunk, &n, &skipped);
+    if (!src && n) n = proc_read(p, ch, &ps->off[ch], (char *)(src = chunk), n, NULL);
     if (skipped)
         log_warn("api: process %d: a stream fell behind; %llu bytes of its output skipped",
                  (int)proc_pid(p), (unsigned long long)skipped);
     if (n == 0) return 0;
     proc_pace_moved(&ps->sub); /* output held back for this stream may flow */
-    struct buf *b = msg_buf();
-    int built = process_event_data(b, ch, chunk, n, ps->with_offset, ps->off[ch] - n);
-    return send_msg(ps, b, built);
+    /* Encoded straight into the connection's queue, behind its envelope. */
+    uint64_t at = ps->off[ch] - n;
+    size_t len = process_event_data_len(ch, n, ps->with_offset, at);
+    char *d = rpc_send_begin(ps->call, len);
+    if (!d) return -1; /* the connection is going: cancel follows */
+    process_event_data_put(d, ch, src, n, ps->with_offset, at);
+    int rc = rpc_send_end(ps->call);
+    if (rc == 0) ps->blocked = 1;
+    return rc;
 }
 
 /* Send what the rings hold while the connection takes it; the end after. */
