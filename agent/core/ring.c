@@ -104,6 +104,20 @@ int ring_write(struct ring *r, const void *p, size_t n)
     return rc;
 }
 
+char *ring_tail(struct ring *r, size_t *n)
+{
+    if (r->cap == 0 || r->cap < r->max) return NULL;
+    size_t pos = (size_t)(r->end % r->cap);
+    *n = r->cap - pos;
+    return r->data + pos;
+}
+
+void ring_commit(struct ring *r, size_t n)
+{
+    r->end += n;
+    if (r->end - r->start > r->cap) r->start = r->end - r->cap;
+}
+
 size_t ring_read(const struct ring *r, uint64_t *offset, char *dst, size_t max, uint64_t *skipped)
 {
     if (skipped) *skipped = 0;

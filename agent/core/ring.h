@@ -35,6 +35,13 @@ void ring_free(struct ring *r);
  * missing (the bytes that did not fit were dropped, the ring is sound). */
 int ring_write(struct ring *r, const void *p, size_t n);
 
+/* Writing in place (a read(2) straight into the ring): once the ring has
+ * grown to max, the *n bytes at the returned pointer are where the next
+ * bytes go (the oldest retained ones, when full); NULL before that (and
+ * for max 0): ring_write then. ring_commit(n) says n of them were written. */
+char *ring_tail(struct ring *r, size_t *n);
+void ring_commit(struct ring *r, size_t n);
+
 /* Give back the memory beyond the retained bytes (for a ring nothing will
  * be written to: a finished process's). Writing later still works. */
 void ring_shrink(struct ring *r);

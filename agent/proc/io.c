@@ -15,13 +15,24 @@
 #include "agent/core/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
+/* A read into the ring's tail takes up to READ_MAX; a ring still growing
+ * is filled through a chunk of READ_CHUNK. */
 #define READ_CHUNK 65536
-/* Chunks read per wakeup, so one chatty process cannot starve the loop. */
+#define READ_MAX (1u << 20)
+/* Bytes read per wakeup, so one chatty process cannot starve the loop. */
+#define READ_BUDGET (1u << 20)
+/* Reads per wakeup at most (a trickle of small writes). */
 #define READ_ROUNDS 16
+/* A pipe a read found full (its writer was waiting) grows to this, once:
+ * the writer then blocks 16 times less often (1 MiB is the size a user
+ * may set without privilege, /proc/sys/fs/pipe-max-size's default). */
+#define PIPE_BIG (1 << 20)
+#define PIPE_DEFAULT 65536
 /* A drained input queue whose buffer grew past this gives the memory back. */
 #define INQ_KEEP_CAP 65536
 
@@ -51,27 +62,53 @@ static int chans_open(const struct proc *p)
     return 0;
 }
 
-/* Read what c holds, for a bounded number of chunks and, when paced, as far
- * as the paced subscribers have room (else c is held). Returns the bytes
- * read; EOF (or EIO: a pty whose last slave closed) closes c. */
-static size_t chan_read_paced(struct proc *p, struct proc_chan_io *c, int paced)
+/* One read of at most max bytes into c's ring: straight into its tail once
+ * it has grown, else through a chunk. Returns what read(2) did. */
+static ssize_t read_once(struct proc *p, struct proc_chan_io *c, size_t max)
 {
     static char chunk[READ_CHUNK];
+    size_t span;
+    char *tail = ring_tail(&c->ring, &span);
+    if (tail) {
+        ssize_t r = read(c->fd, tail, max < span ? max : span);
+        if (r > 0) ring_commit(&c->ring, (size_t)r);
+        return r;
+    }
+    ssize_t r = read(c->fd, chunk, max < sizeof chunk ? max : sizeof chunk);
+    if (r > 0 && ring_write(&c->ring, chunk, (size_t)r) < 0)
+        log_warn("process %d: out of memory keeping its output; older output dropped", (int)p->pid);
+    return r;
+}
+
+/* The writer filled the pipe: a bigger one, once (a pty or a refusal: as is). */
+static void pipe_grow(struct proc_chan_io *c)
+{
+    if (c->grown) return;
+    c->grown = 1;
+    fcntl(c->fd, F_SETPIPE_SZ, PIPE_BIG);
+}
+
+/* Read what c holds, for a bounded number of bytes and reads and, when
+ * paced, as far as the paced subscribers have room (else c is held).
+ * Returns the bytes read; EOF (or EIO: a pty whose last slave closed)
+ * closes c. */
+static size_t chan_read_paced(struct proc *p, struct proc_chan_io *c, int paced)
+{
     size_t got = 0, room = !paced ? SIZE_MAX : c->held ? 0 : proc_pace_room(p, (int)(c - p->ch));
-    for (int round = 0; c->fd >= 0 && round < READ_ROUNDS; round++) {
+    for (int round = 0; c->fd >= 0 && round < READ_ROUNDS && got < READ_BUDGET; round++) {
         if (room == 0) {
             proc_pace_hold(p, c);
             break;
         }
-        ssize_t r = read(c->fd, chunk, room < sizeof chunk ? room : sizeof chunk);
+        size_t max = READ_MAX < room ? READ_MAX : room;
+        ssize_t r = read_once(p, c, max);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && errno == EAGAIN) break;
         if (r <= 0) {
             chan_close(p, c);
             break;
         }
-        if (ring_write(&c->ring, chunk, (size_t)r) < 0)
-            log_warn("process %d: out of memory keeping its output; older output dropped", (int)p->pid);
+        if ((size_t)r >= PIPE_DEFAULT) pipe_grow(c);
         got += (size_t)r;
         if (room != SIZE_MAX) room -= (size_t)r;
     }

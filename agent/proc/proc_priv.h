@@ -24,6 +24,7 @@ struct proc_chan_io {
     int fd;             /* our end; -1 once closed (or never opened) */
     int used;           /* the process has this channel */
     int held;           /* not read for now: a paced subscriber is a ring behind (ppace.c) */
+    int grown;          /* its pipe was made bigger (or that was tried) */
     ev_tstamp held_since;
     struct ring ring;
     struct proc *p;

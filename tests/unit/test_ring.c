@@ -3,7 +3,8 @@
  * wrapping, the jump of a reader that fell behind, the live end, offsets past
  * 2^32, a ring that keeps nothing, lazy growth, shrinking; and the
  * last-N-bytes view `exec` keeps of a stream (truncation, JSON with U+FFFD);
- * reading in place (peek) up to the buffer's seam.
+ * writing in place at the tail once grown, and reading in place (peek)
+ * up to the buffer's seam.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -440,6 +441,41 @@ static void test_tail_growth_bounded(void **st)
     ring_free(&r);
 }
 
+static void test_tail_in_place(void **st)
+{
+    (void)st;
+    struct ring r;
+    size_t n;
+    ring_init(&r, 1 << 16);
+    assert_null(ring_tail(&r, &n)); /* nothing allocated yet */
+    assert_int_equal(ring_write(&r, "abc", 3), 0);
+    assert_null(ring_tail(&r, &n)); /* still growing: ring_write */
+    ring_free(&r);
+    ring_init(&r, 8);
+    assert_null(ring_tail(&r, &n));
+    assert_int_equal(ring_write(&r, "abcdefgh", 8), 0);
+    char *t = ring_tail(&r, &n); /* grown to max and full: the oldest bytes are next */
+    assert_non_null(t);
+    assert_int_equal(n, 8);
+    memcpy(t, "XY", 2);
+    ring_commit(&r, 2);
+    uint64_t off = 0, skipped;
+    assert_string_equal(read_all(&r, &off, &skipped), "cdefghXY");
+    assert_int_equal(skipped, 2);
+    assert_non_null(t = ring_tail(&r, &n)); /* up to the seam only */
+    assert_int_equal(n, 6);
+    memcpy(t, "123456", 6);
+    ring_commit(&r, 6);
+    assert_int_equal(r.end, 16);
+    off = 8;
+    assert_string_equal(read_all(&r, &off, &skipped), "XY123456");
+    ring_free(&r);
+    struct ring z;
+    ring_init(&z, 0);
+    assert_null(ring_tail(&z, &n)); /* keeps nothing: counted by ring_write */
+    ring_free(&z);
+}
+
 static void test_peek(void **st)
 {
     (void)st;
@@ -494,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_cap_zero_counts_only),
         cmocka_unit_test(test_grows_lazily_and_keeps_order),
         cmocka_unit_test(test_shrink_keeps_the_bytes),
+        cmocka_unit_test(test_tail_in_place),
         cmocka_unit_test(test_peek),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
