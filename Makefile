@@ -68,6 +68,10 @@ MUSL_DEP_OPT ?= -Os
 # (libb64 among them: only its decoder is used, for input; the encoder on
 # serve's hot path is agent/core/b64.c's own.)
 MUSL_CFLAGS := -std=c11 $(MUSL_OPT) -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
+# Starting a process is system calls, not instructions (the agent's CPU per
+# Start is 90% kernel): its code is built for size, 2 KB less.
+START_OBJ := $(addprefix $(B)/musl/agent/,core/spawn.o core/sig.o core/user.o proc/clone.o proc/launch.o)
+$(START_OBJ): MUSL_CFLAGS += -Os
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections
 
 # Variant "asan": the tests' copy, glibc, AddressSanitizer + UBSan.

@@ -114,6 +114,12 @@ void sig_child_restore(void)
     kmask(SIG_SETMASK, &initial_mask, NULL);
 }
 
+void sig_initial(sig_kset *mask, sig_kset *ignored)
+{
+    *mask = initial_mask;
+    *ignored = initial_ignored;
+}
+
 void sig_block_all(sig_kset *old)
 {
     sig_kset all = ~0ULL;

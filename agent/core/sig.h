@@ -30,6 +30,9 @@ void sig_record_initial(void);
  * safe in a child that shares the agent's memory (3 syscalls). */
 void sig_child_restore(void);
 
+/* What sig_record_initial recorded (for a child that must restore it
+ * without calling sig_child_restore): the mask, the ignored signals. */
+void sig_initial(sig_kset *mask, sig_kset *ignored);
 /* Block every signal (around a clone, so that no handler runs in the
  * child), *old the mask before; and set the mask back. Through the raw
  * syscall: the C library's sigprocmask hides the signals it reserves from

@@ -1,7 +1,7 @@
 /*
  * spawn.h - starting a child the way every mode needs it (vfork/exec with
  * reliable exec errors); its exit status comes through the one reaper
- * (reaper.h).
+ * (reaper.h). serve's Start does not wait for the exec: agent/proc/clone.h.
  */
 #ifndef SA_CORE_SPAWN_H
 #define SA_CORE_SPAWN_H

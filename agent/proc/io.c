@@ -157,11 +157,31 @@ static void on_drain_over(struct ev_loop *loop, ev_timer *w, int revents)
     finish(p);
 }
 
+/* The child's report (clone.h): exec's errno for the end; a failed cgroup
+ * join gives cgroups up, as proc_group_started says at the start. */
+static void report_in(struct proc *p)
+{
+    int cgroup_errno;
+    if (!p->clone || !proc_clone_poll(p->clone, &p->exec_errno, &cgroup_errno)) return;
+    ev_io_stop(p->t->loop, &p->report_w);
+    proc_clone_free(p->clone);
+    p->clone = NULL;
+    if (cgroup_errno && !p->leader_exited) proc_group_started(p->g, p->pid, cgroup_errno);
+}
+
+static void on_report(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    report_in(w->data);
+}
+
 static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ctx)
 {
     (void)pid;
     struct proc *p = ctx;
     size_t got = 0;
+    report_in(p); /* complete once the child is gone */
     p->leader_exited = 1;
     p->exited_at = ev_now(loop);
     p->status = status;
@@ -274,6 +294,9 @@ void proc_io_start(struct proc *p, double timeout)
     struct ev_loop *loop = p->t->loop;
     /* First, before the loop runs again: no exit status may be missed. */
     reaper_watch(loop, &p->rw, p->pid, on_exit_status, p);
+    ev_io_init(&p->report_w, on_report, proc_clone_fd(p->clone), EV_READ);
+    p->report_w.data = p;
+    if (proc_clone_fd(p->clone) >= 0) ev_io_start(loop, &p->report_w);
     for (int i = 0; i < PROC_CHANS; i++) {
         struct proc_chan_io *c = &p->ch[i];
         c->p = p;
@@ -315,6 +338,9 @@ void proc_io_release(struct proc *p)
 {
     struct ev_loop *loop = p->t->loop;
     if (!p->leader_exited && p->pid > 0) reaper_unwatch(loop, &p->rw);
+    if (p->clone) ev_io_stop(loop, &p->report_w);
+    proc_clone_free(p->clone);
+    p->clone = NULL;
     ev_timer_stop(loop, &p->drain);
     ev_timer_stop(loop, &p->deadline);
     proc_pace_release(p);

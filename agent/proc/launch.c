@@ -265,8 +265,10 @@ static int check_user(const struct user_info *u, uid_t euid, char *err)
     return -1;
 }
 
+/* The child, started without waiting for its exec (clone.h): its report
+ * (exec's errno, the cgroup join's) comes later, to pio.c. */
 static pid_t spawn(struct pfds *f, const struct proc_start *s, uid_t euid, const char *cwd, char **env,
-                   int cgroup_fd, int *cgroup_errno, int *exec_errno, char *err)
+                   int cgroup_fd, struct proc_clone **k, char *err)
 {
     const struct user_info *u = s->user;
     int child_in = s->pty ? f->slave : f->in[1];
@@ -276,16 +278,15 @@ static pid_t spawn(struct pfds *f, const struct proc_start *s, uid_t euid, const
                             .stdout_fd = child_out, .stderr_fd = child_err, .cwd = cwd, .envp = env,
                             .new_session = s->pty, .ctty = s->pty, .set_ids = u && euid == 0,
                             .uid = u ? u->uid : 0, .gid = u ? u->gid : 0, .groups = u ? u->groups : NULL,
-                            .ngroups = u ? u->ngroups : 0, .cgroup_fd = cgroup_fd,
-                            .cgroup_errno = cgroup_errno};
-    return spawn_child(&so, exec_errno, err);
+                            .ngroups = u ? u->ngroups : 0, .cgroup_fd = cgroup_fd};
+    return proc_clone_start(&so, k, err);
 }
 
 int proc_launch(struct proc *p, const struct proc_start *s, char *err)
 {
     struct pfds f = {{-1, -1}, {-1, -1}, {-1, -1}, -1, -1};
     char *cwd = NULL, **env = NULL;
-    int rc = -1, e = 0, cg_fd = -1, cg_errno = 0;
+    int rc = -1, e = 0, cg_fd = -1;
 
     uid_t euid = geteuid(); /* once a start */
     if (check_user(s->user, euid, err) < 0 || resolve_cwd(s->cwd, s->user, &cwd, err) < 0) return -1;
@@ -295,10 +296,10 @@ int proc_launch(struct proc *p, const struct proc_start *s, char *err)
         e = ENOMEM;
     } else if (open_fds(&f, s, err) < 0) {
         e = errno;
-    } else if ((p->pid = spawn(&f, s, euid, cwd, env, cg_fd, &cg_errno, &p->exec_errno, err)) < 0) {
+    } else if ((p->pid = spawn(&f, s, euid, cwd, env, cg_fd, &p->clone, err)) < 0) {
         e = errno;
     } else {
-        proc_group_started(p->g, p->pid, cg_errno);
+        proc_group_started(p->g, p->pid, 0); /* a failed join is told later (pio.c) */
         adopt_fds(p, &f);
         rc = 0;
     }
