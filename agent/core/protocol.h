@@ -83,7 +83,7 @@
 #define SESSION_ERR_TIMEOUT "timeout"
 #define SESSION_ERR_HANDLER_EXITED "handler_exited"
 #define SESSION_ERR_SHUTTING_DOWN "shutting_down"
-/* Beyond PROTOCOL.md: the restart queue is full (documented in the README). */
+/* Beyond the contract: the restart queue is full (documented in the README). */
 #define SESSION_ERR_QUEUE_FULL "queue_full"
 /* A mailbox line longer than this (newline excluded) is answered too_large. */
 #define SESSION_LINE_MAX (16u * 1024u * 1024u)

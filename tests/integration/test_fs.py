@@ -1,4 +1,4 @@
-"""`sandbox-agent fs`: PROTOCOL section 3, driven as a host SDK drives it:
+"""`sandbox-agent fs`: README "sandbox-agent fs", driven as a host SDK drives it:
 argv in, one `__SBX_FS__{json}` line out (stderr for `read`), exit status.
 
 Where a Python program could print the same thing (stat, list), the expected

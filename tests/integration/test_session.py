@@ -1,4 +1,4 @@
-"""`sandbox-agent session`: the warm session daemon (PROTOCOL.md section 2).
+"""`sandbox-agent session`: the warm session daemon (README "sandbox-agent session").
 
 Each test starts the agent with a test handler (workloads/session_handler.py),
 appends request lines to a mailbox in its own temporary directory the way the
