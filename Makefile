@@ -60,15 +60,35 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 # Variant "musl": the shipped binary.
 MUSL_CC     := musl-gcc
-# Our code for speed; the dependencies for size (the binary's goal is 400 KB
-# with everything: -Os on them saves ~20 KB, and the hot paths are ours or the
-# kernel's, splice and friends).
+# The hot paths for speed, the rest and the dependencies for size (the
+# binary's goal is 400 KB with everything: -Os on the cold code saves ~20 KB,
+# on the dependencies ~20 KB more). Hot: every byte of a stream, a transfer,
+# a watch event or a session reply goes through it (the copies, encoders,
+# parsers and queues), and what the benchmarks time; cold: set-up, options,
+# the process table's bookkeeping, reports.
 MUSL_OPT    ?= -O2
+MUSL_COLD_OPT ?= -Os
 MUSL_DEP_OPT ?= -Os
-# ... but libb64 is on serve's hot path (every output byte of a Start stream
+HOT_SRC := agent/core/b64.c agent/core/buf.c agent/core/ring.c agent/core/relay.c \
+            agent/core/outlet.c agent/core/jsonw.c agent/core/utf8.c agent/core/lsplit.c \
+            agent/core/io.c agent/core/jsoncheck.c agent/core/jsonbytes.c agent/core/hash.c \
+            agent/api/http/conn.c agent/api/http/outq.c agent/api/http/httpreq.c \
+            agent/api/http/server.c agent/api/connect/connect.c agent/api/connect/rpc.c \
+            agent/api/process/stream.c agent/api/process/event.c agent/proc/io.c agent/proc/pace.c \
+            agent/api/rest/download.c agent/api/rest/upload.c agent/api/rest/upload_file.c \
+            agent/api/rest/gz.c agent/api/rest/multipart.c agent/api/filesystem/listdir.c \
+            agent/api/filesystem/entry.c agent/api/filesystem/watch.c agent/files/read.c \
+            agent/files/write.c agent/files/list.c agent/files/copy.c inotify/tree/tree.c \
+            inotify/tree/model.c inotify/tree/event.c inotify/tree/watch.c inotify/tree/list.c \
+            inotify/tree/probe.c inotify/tree/mark.c agent/session/intake.c agent/session/pump.c \
+            agent/session/output.c agent/session/mailbox.c agent/session/msgline.c \
+            agent/session/requests.c agent/session/seen.c agent/fs/fsout.c agent/fs/fsrun.c \
+            inotify/watch/wline.c inotify/watch/watch.c
+# ... and libb64 is on serve's hot path (every output byte of a Start stream
 # is base64-encoded): -O2 there encodes 2.5x as fast for ~1 KB.
 $(B)/musl/deps/libb64/%.o: MUSL_DEP_OPT := $(MUSL_OPT)
-MUSL_CFLAGS := -std=c11 $(MUSL_OPT) -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
+MUSL_CFLAGS = -std=c11 $(MUSL_CODE_OPT) -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
+MUSL_CODE_OPT = $(if $(filter $(HOT_SRC),$<),$(MUSL_OPT),$(MUSL_COLD_OPT))
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections
 
 # Variant "asan": the tests' copy, glibc, AddressSanitizer + UBSan.
