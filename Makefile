@@ -69,6 +69,9 @@ MUSL_DEP_OPT ?= -Os
 # is base64-encoded): -O2 there encodes 2.5x as fast for ~1 KB.
 $(B)/musl/deps/libb64/%.o: MUSL_DEP_OPT := $(MUSL_OPT)
 MUSL_CFLAGS := -std=c11 $(MUSL_OPT) -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
+# The orchestrator's routes (/metrics, /init) are called seldom and read
+# the kernel's files: size over speed there.
+$(B)/musl/agent/api/ops/%.o: MUSL_CFLAGS := $(patsubst -O2,-Os,$(MUSL_CFLAGS))
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections
 
 # Variant "asan": the tests' copy, glibc, AddressSanitizer + UBSan.

@@ -244,6 +244,7 @@ void api_free(struct api *a)
     asuser_default(NULL);
     asuser_defaults_clear();
     ops_token_free();
+    ops_metrics_stop();
     proc_table_free(a->t);
     a->t = NULL;
     a->started = 0;

@@ -20,16 +20,16 @@ long memcg_read(const char *dir, const char *name, char *buf, size_t cap)
     if (cap == 0) return -1;
     if (dir) snprintf(path, sizeof path, "%s/%s", dir, name);
     else snprintf(path, sizeof path, "%s", name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* openat: musl's open adds an fcntl for O_CLOEXEC. One read: a
+     * pseudo-file hands over all it has that fits (seq_file), and reading
+     * on to EOF would cost a second call. */
+    int fd = openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
-    size_t n = 0;
-    while (n + 1 < cap) {
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        n += (size_t)r;
-    }
+    ssize_t r;
+    do r = read(fd, buf, cap - 1);
+    while (r < 0 && errno == EINTR);
     close(fd);
+    size_t n = r > 0 ? (size_t)r : 0;
     buf[n] = '\0';
     return (long)n;
 }

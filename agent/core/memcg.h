@@ -33,8 +33,9 @@ struct memcg {
 /* The agent's memory cgroup, found on the first call and kept. */
 const struct memcg *memcg_self(void);
 
-/* Read the pseudo-file dir/name (dir NULL: name is a whole path) into buf,
- * at most cap - 1 bytes, NUL-terminated. Returns the length, or -1. */
+/* Read the pseudo-file dir/name (dir NULL: name is a whole path) into buf
+ * with one read of at most cap - 1 bytes (a pseudo-file gives all it has
+ * that fits), NUL-terminated. Returns the length, or -1. */
 long memcg_read(const char *dir, const char *name, char *buf, size_t cap);
 
 /* The value of the line "key N" (a flat keyed file: memory.stat,

@@ -10,6 +10,7 @@
 #include "agent/core/memcg.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A call this soon after the last sample repeats its CPU figure. */
 #define MIN_INTERVAL 0.1
@@ -25,16 +27,22 @@
 
 enum cpu_src { CPU_PROC_STAT = 0, CPU_V2, CPU_V1 };
 
+/* The pseudo-files read on every call, held open and read with pread at
+ * offset 0 (a seq_file makes its text afresh): a cgroup file's open costs
+ * more than its read. -1: not there. */
+enum { F_USAGE, F_LIMIT, F_STAT, F_CPU, F_QUOTA, F_PERIOD, F_MEMINFO, NFILES };
+
 static struct {
     const char *disk;
     enum cpu_src src;
-    char cpu_dir[CGROUP_PATH_MAX];   /* v2: the group's cpu.stat; v1: cpuacct */
-    char quota_dir[CGROUP_PATH_MAX]; /* v2: cpu.max; v1: the cpu controller's; "" none */
+    int v2_quota;                    /* F_QUOTA is cpu.max (else cfs_quota_us) */
+    enum memcg_kind mem;             /* the kind of F_USAGE, F_LIMIT, F_STAT */
+    int fd[NFILES];
     unsigned long long host_total;   /* MemTotal, bytes */
     double wall;                     /* the last sample */
     unsigned long long busy, total;
     double pct;                      /* the last figure */
-} m;
+} m = {.fd = {-1, -1, -1, -1, -1, -1, -1}};
 
 /* ---- pure parts ---- */
 
@@ -127,7 +135,12 @@ double ops_metrics_pct(double used, double avail)
 
 /* ---- where: found once ---- */
 
-static void copy_dir(char *dst, const char *src) { snprintf(dst, CGROUP_PATH_MAX, "%s", src); }
+static void hold(int f, const char *dir, const char *name)
+{
+    char path[CGROUP_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    m.fd[f] = openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+}
 
 /* A group of the agent's own in that hierarchy, not the mount's root (the
  * root's figures are the host's). */
@@ -137,47 +150,76 @@ static int own_group(const char *controller, char *dir)
     return cgroup_self_dir(controller, dir, mnt, why) == 0 && strcmp(dir, mnt) ? 0 : -1;
 }
 
+static void find_memory(void)
+{
+    const struct memcg *mc = memcg_self();
+    int v2 = mc->kind == MEMCG_V2;
+    m.mem = mc->kind;
+    hold(F_MEMINFO, "/proc", "meminfo");
+    if (mc->kind == MEMCG_NONE) return;
+    hold(F_USAGE, mc->dir, v2 ? "memory.current" : "memory.usage_in_bytes");
+    hold(F_LIMIT, mc->dir, v2 ? "memory.max" : "memory.limit_in_bytes");
+    hold(F_STAT, mc->dir, "memory.stat");
+}
+
 static void find_cpu(void)
 {
     const struct memcg *mc = memcg_self();
-    char dir[CGROUP_PATH_MAX], why[ERR_LEN];
-    m.src = CPU_PROC_STAT;
-    m.cpu_dir[0] = m.quota_dir[0] = '\0';
+    char dir[CGROUP_PATH_MAX];
     if (mc->kind == MEMCG_V2 || own_group(NULL, dir) == 0) {
-        copy_dir(m.cpu_dir, mc->kind == MEMCG_V2 ? mc->dir : dir);
-        copy_dir(m.quota_dir, m.cpu_dir);
+        const char *d = mc->kind == MEMCG_V2 ? mc->dir : dir;
         m.src = CPU_V2;
+        m.v2_quota = 1;
+        hold(F_CPU, d, "cpu.stat");
+        hold(F_QUOTA, d, "cpu.max");
         return;
     }
+    m.src = CPU_PROC_STAT;
     if (own_group("cpuacct", dir) == 0) {
-        copy_dir(m.cpu_dir, dir);
         m.src = CPU_V1;
+        hold(F_CPU, dir, "cpuacct.usage");
+    } else {
+        hold(F_CPU, "/proc", "stat");
     }
-    if (cgroup_self_dir("cpu", dir, NULL, why) == 0) copy_dir(m.quota_dir, dir);
+    if (own_group("cpu", dir) == 0) { /* the root has no quota */
+        hold(F_QUOTA, dir, "cpu.cfs_quota_us");
+        hold(F_PERIOD, dir, "cpu.cfs_period_us");
+    }
 }
 
 /* ---- the reads ---- */
 
-/* A file holding one decimal number (memory.current, cpuacct.usage). */
-static int read_num(const char *dir, const char *name, unsigned long long *out)
+/* The text of held file f, NUL-terminated: its length, or -1. */
+static long held(int f, char *buf, size_t cap)
+{
+    if (m.fd[f] < 0) return -1;
+    ssize_t n = pread(m.fd[f], buf, cap - 1, 0);
+    if (n < 0) return -1;
+    buf[n] = '\0';
+    return (long)n;
+}
+
+/* A held file of one decimal number (memory.current, cpuacct.usage). */
+static int held_num(int f, unsigned long long *out)
 {
     char text[64];
     const char *p = text;
-    return memcg_read(dir, name, text, sizeof text) > 0 && digits(&p, out) == 0 ? 0 : -1;
+    return held(f, text, sizeof text) > 0 && digits(&p, out) == 0 ? 0 : -1;
 }
 
 static int cpu_sample(unsigned long long *busy, unsigned long long *total)
 {
     char text[4096];
+    long n = held(F_CPU, text, sizeof text);
     *total = 0;
+    if (n < 0) return -1;
     if (m.src == CPU_V2) {
-        if (memcg_file_key(m.cpu_dir, "cpu.stat", "usage_usec", busy) < 0) return -1;
+        if (memcg_parse_key(text, (size_t)n, "usage_usec", busy) < 0) return -1;
         *busy *= 1000; /* ns, as v1's */
         return 0;
     }
-    if (m.src == CPU_V1) return read_num(m.cpu_dir, "cpuacct.usage", busy);
-    long n = memcg_read(NULL, "/proc/stat", text, sizeof text);
-    return n < 0 ? -1 : ops_metrics_proc_stat(text, (size_t)n, busy, total);
+    if (m.src == CPU_V1) return held_num(F_CPU, busy);
+    return ops_metrics_proc_stat(text, (size_t)n, busy, total);
 }
 
 static double mono(void)
@@ -196,12 +238,11 @@ static unsigned cpus(double *quota)
     int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
     *quota = 0;
     if (n <= 0) n = 1;
-    if (m.src == CPU_V2 && m.quota_dir[0]) {
-        if (memcg_read(m.quota_dir, "cpu.max", text, sizeof text) > 0 && ops_metrics_cpu_max(text, &q, &period) == 0 && q)
+    if (m.v2_quota) {
+        if (held(F_QUOTA, text, sizeof text) > 0 && ops_metrics_cpu_max(text, &q, &period) == 0 && q)
             *quota = (double)q / (double)period;
-    } else if (m.quota_dir[0] && read_num(m.quota_dir, "cpu.cfs_period_us", &period) == 0 && period &&
-               read_num(m.quota_dir, "cpu.cfs_quota_us", &q) == 0) { /* -1 (none) is not digits */
-        *quota = (double)q / (double)period;
+    } else if (held_num(F_PERIOD, &period) == 0 && period && held_num(F_QUOTA, &q) == 0) {
+        *quota = (double)q / (double)period; /* -1 (none) is not digits */
     }
     if (*quota > n) *quota = n;
     return *quota > 0 ? (unsigned)ceil(*quota) : (unsigned)n;
@@ -225,15 +266,13 @@ static double cpu_pct(unsigned count, double quota)
 static int memory_cg(unsigned long long *usage, unsigned long long *limit, unsigned long long *inactive,
                      unsigned long long *cache)
 {
-    const struct memcg *mc = memcg_self();
     char text[MEMCG_FILE_MAX];
     unsigned long long h;
-    int v2 = mc->kind == MEMCG_V2;
+    int v2 = m.mem == MEMCG_V2;
     *limit = *inactive = *cache = 0;
-    if (mc->kind == MEMCG_NONE || read_num(mc->dir, v2 ? "memory.current" : "memory.usage_in_bytes", usage) < 0)
-        return -1;
-    if (read_num(mc->dir, v2 ? "memory.max" : "memory.limit_in_bytes", limit) < 0) *limit = 0; /* "max" */
-    long n = memcg_read(mc->dir, "memory.stat", text, sizeof text);
+    if (m.mem == MEMCG_NONE || held_num(F_USAGE, usage) < 0) return -1;
+    if (held_num(F_LIMIT, limit) < 0) *limit = 0; /* "max" */
+    long n = held(F_STAT, text, sizeof text);
     if (n < 0) return 0;
     if (!v2 && memcg_parse_key(text, (size_t)n, "hierarchical_memory_limit", &h) == 0 && h < *limit) *limit = h;
     memcg_parse_key(text, (size_t)n, v2 ? "inactive_file" : "total_inactive_file", inactive);
@@ -251,7 +290,7 @@ static void memory(struct ops_metrics *x)
         x->mem_cache = cache;
         return;
     }
-    long n = memcg_read(NULL, "/proc/meminfo", text, sizeof text);
+    long n = held(F_MEMINFO, text, sizeof text);
     x->mem_total = m.host_total;
     x->mem_used = x->mem_cache = 0;
     if (n < 0) return;
@@ -264,15 +303,25 @@ void ops_metrics_start(const char *disk)
 {
     char text[8192];
     unsigned long long total;
-    memset(&m, 0, sizeof m);
+    ops_metrics_stop();
     m.disk = disk && *disk ? disk : "/";
-    long n = memcg_read(NULL, "/proc/meminfo", text, sizeof text);
-    if (n > 0 && ops_metrics_meminfo(text, (size_t)n, "MemTotal", &total) == 0) m.host_total = total;
+    find_memory();
     find_cpu();
+    long n = held(F_MEMINFO, text, sizeof text);
+    if (n > 0 && ops_metrics_meminfo(text, (size_t)n, "MemTotal", &total) == 0) m.host_total = total;
     m.wall = mono();
     if (cpu_sample(&m.busy, &m.total) < 0) m.busy = m.total = 0;
-    log_debug("api: metrics: memory cgroup %s, cpu %s, disk %s", memcg_self()->dir[0] ? memcg_self()->dir : "none",
-              m.cpu_dir[0] ? m.cpu_dir : "/proc/stat", m.disk);
+    log_debug("api: metrics: memory cgroup %s, cpu from %s, disk %s",
+              m.mem != MEMCG_NONE ? memcg_self()->dir : "none (/proc/meminfo)",
+              m.src == CPU_V2 ? "cpu.stat" : m.src == CPU_V1 ? "cpuacct.usage" : "/proc/stat", m.disk);
+}
+
+void ops_metrics_stop(void)
+{
+    for (int i = 0; i < NFILES; i++)
+        if (m.fd[i] >= 0) close(m.fd[i]);
+    memset(&m, 0, sizeof m);
+    for (int i = 0; i < NFILES; i++) m.fd[i] = -1;
 }
 
 int ops_metrics_now(struct ops_metrics *x)
@@ -286,7 +335,8 @@ int ops_metrics_now(struct ops_metrics *x)
     x->cpu_used_pct = cpu_pct(x->cpu_count, quota);
     memory(x);
     x->disk_total = (unsigned long long)sv.f_blocks * sv.f_frsize;
-    x->disk_used = (unsigned long long)(sv.f_blocks - (sv.f_bavail < sv.f_blocks ? sv.f_bavail : sv.f_blocks)) * sv.f_frsize;
+    x->disk_used = (unsigned long long)(sv.f_blocks - (sv.f_bavail < sv.f_blocks ? sv.f_bavail : sv.f_blocks)) *
+                   sv.f_frsize;
     return 0;
 }
 

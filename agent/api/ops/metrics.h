@@ -23,9 +23,9 @@
  *   disk    statvfs of / (SANDBOX_AGENT_DISK_PATH picks another path):
  *           disk_total f_blocks, disk_used f_blocks - f_bavail (as envd).
  *
- * Where to read is found once (ops_metrics_start); a call is a few small
- * reads of pseudo-files into stack buffers, no helper process, no
- * allocation beyond the response. The parsers and the JSON writer are pure,
+ * Where to read is found once (ops_metrics_start), the files held open; a
+ * call is a pread of each into a stack buffer, a statvfs and a
+ * sched_getaffinity: no helper process, no allocation beyond the response. The parsers and the JSON writer are pure,
  * unit-tested in tests/unit/test_ops_metrics.c.
  */
 #ifndef SA_API_OPS_METRICS_H
@@ -61,9 +61,12 @@ int ops_metrics_proc_stat(const char *text, size_t len, unsigned long long *busy
  * seconds * cpus, clipped to 0 .. 100 and rounded to two decimals. */
 double ops_metrics_pct(double used, double avail);
 
-/* Find the sources and take the first CPU sample (api_start). disk: the
+/* Find the sources, open the pseudo-files read on every call (held,
+ * close-on-exec) and take the first CPU sample (api_start). disk: the
  * path whose filesystem is reported (NULL: "/"); kept as given. */
 void ops_metrics_start(const char *disk);
+/* Close what start opened (api_free). */
+void ops_metrics_stop(void);
 /* Fill m now. Returns 0, or -1 when the disk cannot be read (errno). */
 int ops_metrics_now(struct ops_metrics *m);
 /* GET /metrics: 200 and the JSON, or 500. */
