@@ -11,70 +11,241 @@
  * Bounds: the reply is at most FILESYSTEM_REPLY_MAX bytes (past it, the call
  * fails with resource_exhausted: ask for less depth), and no directory's
  * names are held beyond the count whose entries could fit in it.
+ *
+ * The cost is the kernel's: one getdents64 pass into one arena of names (no
+ * allocation per entry), then, with the helper's cwd in the directory (the
+ * helper is a process of its own), an fstatat and a listxattr of each name
+ * that walk one component, not the whole path; the directory's fd is closed
+ * before its subdirectories are listed, so the walk holds one fd whatever
+ * the depth. Only an entry that has user.e2b.* attributes or is a symlink
+ * is looked at again by its path. Every access is the helper's: as the user.
  */
 #include "agent/api/filesystem/filesystem.h"
 #include "agent/api/asuser/path.h"
+#include "agent/core/log.h"
 #include "agent/files/files.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* No entry's JSON is shorter than this (its keys alone are longer). */
 #define ENTRY_JSON_MIN 128
 #define NAMES_MAX (FILESYSTEM_REPLY_MAX / ENTRY_JSON_MIN)
+/* A name is at most 255 bytes and its NUL. */
+#define ARENA_MAX ((size_t)NAMES_MAX * 256)
+/* What one getdents64 call fills. */
+#define DENTS_BUF (32 * 1024)
+/* An entry's JSON is usually about this long: room made for it once. */
+#define ENTRY_JSON_GUESS 256
 
+/* What is kept of an entry's lstat between reading and writing it. */
 struct lent {
-    char *name;
-    size_t nlen;
-    struct stat st;
+    mode_t mode;       /* 0: gone before its lstat (not listed) */
+    uid_t uid;
+    gid_t gid;
+    int meta;          /* it has user.e2b.* attributes */
+    off_t size;
+    struct timespec mtim;
 };
 
 struct ldir {
-    struct lent *v;
+    struct buf arena;
+    struct filesystem_listdir_name *v;
+    struct lent *st;
     size_t n, cap;
 };
 
 struct walk {
     struct buf *out;
+    struct buf path;   /* the entry being written; the directory's path below it */
     struct user_names names;
     uint32_t depth;
     int first;
     int32_t code; /* a failure that ends the walk */
 };
 
-static int collect(void *ctx, const struct files_entry *ent)
+struct linux_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+static int add_name(struct ldir *d, const char *name)
 {
-    struct ldir *d = ctx;
     if (d->n == NAMES_MAX) return EFBIG;
     if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 64;
-        struct lent *v = realloc(d->v, cap * sizeof *v);
+        size_t cap = d->cap ? d->cap * 2 : 256;
+        struct filesystem_listdir_name *v = realloc(d->v, cap * sizeof *v);
         if (!v) return ENOMEM;
         d->v = v;
         d->cap = cap;
     }
-    struct lent *e = &d->v[d->n];
-    if (!(e->name = malloc(ent->nlen + 1))) return ENOMEM;
-    memcpy(e->name, ent->name, ent->nlen + 1);
-    e->nlen = ent->nlen;
-    e->st = ent->st;
+    size_t len = strlen(name);
+    d->v[d->n] = (struct filesystem_listdir_name){(uint32_t)d->arena.len, (uint32_t)len};
+    if (buf_append(&d->arena, name, len + 1) < 0) return ENOMEM;
     d->n++;
     return 0;
 }
 
-static int by_name(const void *a, const void *b)
+/* Every name of fd but . and .., in one pass. Returns 0 or an errno value. */
+static int read_names(int fd, struct ldir *d)
 {
-    const struct lent *x = a, *y = b;
-    int c = memcmp(x->name, y->name, x->nlen < y->nlen ? x->nlen : y->nlen);
-    return c ? c : (x->nlen > y->nlen) - (x->nlen < y->nlen);
+    static char dents[DENTS_BUF];
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, dents, sizeof dents);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        if (n == 0) return 0;
+        for (long at = 0; at < n;) {
+            struct linux_dirent64 *de = (struct linux_dirent64 *)(dents + at);
+            at += de->d_reclen;
+            int r = de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))
+                        ? 0
+                        : add_name(d, de->d_name);
+            if (r) return r;
+        }
+    }
+}
+
+/* Names a and b compared as bytes (a prefix first), eight at a time:
+ * musl's memcmp goes byte by byte, and a sort makes n log n of these. */
+static int name_cmp(const char *arena, const struct filesystem_listdir_name *a, const struct filesystem_listdir_name *b)
+{
+    const char *x = arena + a->off, *y = arena + b->off;
+    size_t n = a->len < b->len ? a->len : b->len, i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 8 <= n; i += 8) {
+        uint64_t p, q;
+        memcpy(&p, x + i, 8);
+        memcpy(&q, y + i, 8);
+        if (p != q) return __builtin_bswap64(p) < __builtin_bswap64(q) ? -1 : 1;
+    }
+#endif
+    for (; i < n; i++)
+        if (x[i] != y[i]) return (unsigned char)x[i] < (unsigned char)y[i] ? -1 : 1;
+    return (a->len > b->len) - (a->len < b->len);
+}
+
+/* 1 when v[0..n) is in order: ascending, or (descending) strictly descending. */
+static int ordered(const struct filesystem_listdir_name *v, size_t n, const char *arena, int descending)
+{
+    for (size_t i = 1; i < n; i++) {
+        int c = name_cmp(arena, &v[i - 1], &v[i]);
+        if (descending ? c <= 0 : c > 0) return 0;
+    }
+    return 1;
+}
+
+/* src[lo..mid) and src[mid..hi), each in order, into dst[lo..hi). */
+static void merge(const struct filesystem_listdir_name *src, struct filesystem_listdir_name *dst, size_t lo, size_t mid,
+                  size_t hi, const char *arena)
+{
+    size_t i = lo, j = mid, k = lo;
+    while (i < mid && j < hi) dst[k++] = name_cmp(arena, &src[j], &src[i]) < 0 ? src[j++] : src[i++];
+    while (i < mid) dst[k++] = src[i++];
+    while (j < hi) dst[k++] = src[j++];
+}
+
+#define RUN 16
+
+void filesystem_listdir_sort(struct filesystem_listdir_name *v, size_t n, const char *arena,
+                             struct filesystem_listdir_name *tmp)
+{
+    /* tmpfs gives names in the order they were made, often already theirs;
+     * older kernels the reverse. */
+    if (ordered(v, n, arena, 0)) return;
+    if (ordered(v, n, arena, 1)) {
+        for (size_t i = 0; i < n / 2; i++) {
+            struct filesystem_listdir_name t = v[i];
+            v[i] = v[n - 1 - i];
+            v[n - 1 - i] = t;
+        }
+        return;
+    }
+    for (size_t lo = 0; lo < n; lo += RUN) { /* insertion sort of short runs, then merges */
+        size_t hi = lo + RUN < n ? lo + RUN : n;
+        for (size_t i = lo + 1; i < hi; i++) {
+            struct filesystem_listdir_name t = v[i];
+            size_t j = i;
+            for (; j > lo && name_cmp(arena, &t, &v[j - 1]) < 0; j--) v[j] = v[j - 1];
+            v[j] = t;
+        }
+    }
+    struct filesystem_listdir_name *src = v, *dst = tmp;
+    for (size_t w = RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            merge(src, dst, lo, mid, hi, arena);
+        }
+        struct filesystem_listdir_name *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, n * sizeof *v);
+}
+
+/* The lstat of each name (through fd) and whether it has metadata (by the
+ * name alone when the cwd is the directory, which is one component for
+ * the kernel to walk; else by its path). dir is the path, for messages. */
+static void read_stats(int fd, struct ldir *d, const char *dir, struct buf *path, size_t dlen)
+{
+    int here = fchdir(fd) == 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const char *name = d->arena.data + d->v[i].off;
+        struct stat st;
+        struct lent *e = &d->st[i];
+        e->mode = 0;
+        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            /* Removed since getdents saw it: it is not there any more. */
+            if (errno != ENOENT) log_warn("fs list: %s/%s: %s (skipped)", dir, name, strerror(errno));
+            continue;
+        }
+        *e = (struct lent){st.st_mode, st.st_uid, st.st_gid, 0, st.st_size, st.st_mtim};
+        path->len = dlen;
+        if (here) e->meta = filesystem_entry_meta_probe(name);
+        else if (buf_putc(path, '/') == 0 && buf_append(path, name, d->v[i].len) == 0 && buf_cstr(path))
+            e->meta = filesystem_entry_meta_probe(path->data);
+    }
+}
+
+/* The directory at dir (the walk's path, dlen bytes) read: names sorted,
+ * lstat'ed; its fd closed. Returns 0 or an errno value. */
+static int read_dir(struct walk *w, struct ldir *d, size_t dlen, uint32_t level)
+{
+    const char *dir = w->path.data;
+    /* Below the top a directory is entered only as one: never a symlink
+     * put there since its lstat. */
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY | (level ? O_NOFOLLOW : 0));
+    if (fd < 0) return errno;
+    buf_init(&d->arena, ARENA_MAX);
+    int r = read_names(fd, d);
+    struct filesystem_listdir_name *tmp = NULL;
+    if (!r && d->n && (!(d->st = malloc(d->n * sizeof *d->st)) || !(tmp = malloc(d->n * sizeof *tmp)))) r = ENOMEM;
+    if (!r && d->n) {
+        filesystem_listdir_sort(d->v, d->n, d->arena.data, tmp);
+        char *copy = strdup(dir); /* the walk's path buffer is reused below */
+        if (!copy) r = ENOMEM;
+        else read_stats(fd, d, copy, &w->path, dlen);
+        free(copy);
+    }
+    free(tmp);
+    close(fd);
+    return r;
 }
 
 static void ldir_free(struct ldir *d)
 {
-    for (size_t i = 0; i < d->n; i++) free(d->v[i].name);
+    buf_free(&d->arena);
     free(d->v);
+    free(d->st);
 }
 
 static int32_t too_large(struct walk *w)
@@ -85,48 +256,50 @@ static int32_t too_large(struct walk *w)
     return w->code = RPC_RESOURCE_EXHAUSTED;
 }
 
-static int32_t walk_dir(struct walk *w, const char *dir, uint32_t level);
+static int32_t walk_dir(struct walk *w, size_t dlen, uint32_t level);
 
-/* One entry of dir, then (a directory, depth left) its contents. */
-static int32_t one(struct walk *w, const char *dir, const struct lent *e, uint32_t level)
+/* Entry i of the directory at the walk's path (dlen bytes), then (a
+ * directory, depth left) its contents. */
+static int32_t one(struct walk *w, const struct ldir *d, size_t i, size_t dlen, uint32_t level)
 {
-    struct buf path;
-    buf_init(&path, ASUSER_PATH_MAX);
-    size_t dn = strlen(dir);
-    int32_t r = 0;
-    if (buf_append(&path, dir, dn) < 0 || (dn && dir[dn - 1] != '/' && buf_putc(&path, '/') < 0) ||
-        buf_append(&path, e->name, e->nlen) < 0 || !buf_cstr(&path))
-        goto done; /* a path too long to open: not listed */
-    if ((!w->first && buf_puts(w->out, ", ") < 0) ||
-        filesystem_entry_json(w->out, path.data, e->name, e->nlen, &e->st, &w->names) < 0) {
-        r = too_large(w);
-        goto done;
-    }
+    const struct lent *e = &d->st[i];
+    const char *name = d->arena.data + d->v[i].off;
+    size_t nlen = d->v[i].len;
+    struct buf *p = &w->path;
+    if (!e->mode) return 0;
+    p->len = dlen;
+    if ((dlen && p->data[dlen - 1] != '/' && buf_putc(p, '/') < 0) || buf_append(p, name, nlen) < 0 ||
+        !buf_cstr(p))
+        return 0; /* a path too long to open: not listed */
+    struct stat st = {.st_mode = e->mode, .st_uid = e->uid, .st_gid = e->gid, .st_size = e->size,
+                      .st_mtim = e->mtim};
+    if ((!w->first && buf_append(w->out, ", ", 2) < 0) ||
+        filesystem_entry_json(w->out, p->data, name, nlen, &st, &w->names, e->meta) < 0)
+        return too_large(w);
     w->first = 0;
-    if (S_ISDIR(e->st.st_mode) && level + 1 < w->depth) r = walk_dir(w, path.data, level + 1);
-done:
-    buf_free(&path);
-    return r;
+    if (S_ISDIR(e->mode) && level + 1 < w->depth) return walk_dir(w, p->len, level + 1);
+    return 0;
 }
 
-static int32_t walk_dir(struct walk *w, const char *dir, uint32_t level)
+static int32_t walk_dir(struct walk *w, size_t dlen, uint32_t level)
 {
     struct ldir d = {0};
-    struct files_err e;
     int32_t r = 0;
-    if (files_list(dir, collect, &d, &e) < 0) {
-        if (e.errnum == EFBIG) r = too_large(w);
+    int en = read_dir(w, &d, dlen, level);
+    if (en) {
+        if (en == EFBIG) r = too_large(w);
         else if (level == 0) {
             buf_reset(w->out);
-            buf_printf(w->out, "%s: %s", dir, e.message);
-            r = w->code = connect_code_of_errno(e.errnum);
+            w->path.len = dlen;
+            buf_printf(w->out, "%s: %s", buf_cstr(&w->path), files_strerror(en));
+            r = w->code = connect_code_of_errno(en);
         }
-        files_err_free(&e);
         ldir_free(&d);
         return r;
     }
-    if (d.n) qsort(d.v, d.n, sizeof *d.v, by_name);
-    for (size_t i = 0; i < d.n && !r; i++) r = one(w, dir, &d.v[i], level);
+    /* Room for the listing made once, not by doubling through it. */
+    if (level == 0) (void)buf_reserve(w->out, d.n * ENTRY_JSON_GUESS < w->out->max / 2 ? d.n * ENTRY_JSON_GUESS : 0);
+    for (size_t i = 0; i < d.n && !r; i++) r = one(w, &d, i, dlen, level);
     ldir_free(&d);
     return r;
 }
@@ -145,8 +318,12 @@ int32_t filesystem_listdir_child(struct filesystem_op *op, struct buf *out)
     }
     struct walk w = {.out = out, .depth = op->depth, .first = 1};
     user_names_init(&w.names, USER_PASSWD, USER_GROUP);
-    if (buf_puts(out, "{\"entries\": [") < 0) return too_large(&w);
-    int32_t r = walk_dir(&w, op->path, 0);
+    buf_init(&w.path, ASUSER_PATH_MAX);
+    int32_t r;
+    if (buf_puts(out, "{\"entries\": [") < 0) r = too_large(&w);
+    else if (buf_puts(&w.path, op->path) < 0 || !buf_cstr(&w.path)) r = too_large(&w);
+    else r = walk_dir(&w, w.path.len, 0);
+    buf_free(&w.path);
     if (r) return r;
     return buf_puts(out, "]}") < 0 ? too_large(&w) : 0;
 }
