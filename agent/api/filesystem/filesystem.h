@@ -80,9 +80,8 @@ struct filesystem_listdir_name {
     uint32_t off, len;
 };
 /* Sort v[0..n) by name, as bytes (a prefix first), as envd's WalkDir
- * orders a level; tmp has room for n. Stable; linear when v is in order
- * or in reverse order already (tmpfs gives names in the order they were
- * made). */
+ * orders a level; tmp has room for n. A stable merge sort, linear when v
+ * is in order already (tmpfs gives names in the order they were made). */
 void filesystem_listdir_sort(struct filesystem_listdir_name *v, size_t n, const char *arena,
                              struct filesystem_listdir_name *tmp);
 

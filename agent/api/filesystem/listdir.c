@@ -134,62 +134,19 @@ static int name_cmp(const char *arena, const struct filesystem_listdir_name *a, 
     return (a->len > b->len) - (a->len < b->len);
 }
 
-/* 1 when v[0..n) is in order: ascending, or (descending) strictly descending. */
-static int ordered(const struct filesystem_listdir_name *v, size_t n, const char *arena, int descending)
-{
-    for (size_t i = 1; i < n; i++) {
-        int c = name_cmp(arena, &v[i - 1], &v[i]);
-        if (descending ? c <= 0 : c > 0) return 0;
-    }
-    return 1;
-}
-
-/* src[lo..mid) and src[mid..hi), each in order, into dst[lo..hi). */
-static void merge(const struct filesystem_listdir_name *src, struct filesystem_listdir_name *dst, size_t lo, size_t mid,
-                  size_t hi, const char *arena)
-{
-    size_t i = lo, j = mid, k = lo;
-    while (i < mid && j < hi) dst[k++] = name_cmp(arena, &src[j], &src[i]) < 0 ? src[j++] : src[i++];
-    while (i < mid) dst[k++] = src[i++];
-    while (j < hi) dst[k++] = src[j++];
-}
-
-#define RUN 16
-
 void filesystem_listdir_sort(struct filesystem_listdir_name *v, size_t n, const char *arena,
                              struct filesystem_listdir_name *tmp)
 {
-    /* tmpfs gives names in the order they were made, often already theirs;
-     * older kernels the reverse. */
-    if (ordered(v, n, arena, 0)) return;
-    if (ordered(v, n, arena, 1)) {
-        for (size_t i = 0; i < n / 2; i++) {
-            struct filesystem_listdir_name t = v[i];
-            v[i] = v[n - 1 - i];
-            v[n - 1 - i] = t;
-        }
-        return;
-    }
-    for (size_t lo = 0; lo < n; lo += RUN) { /* insertion sort of short runs, then merges */
-        size_t hi = lo + RUN < n ? lo + RUN : n;
-        for (size_t i = lo + 1; i < hi; i++) {
-            struct filesystem_listdir_name t = v[i];
-            size_t j = i;
-            for (; j > lo && name_cmp(arena, &t, &v[j - 1]) < 0; j--) v[j] = v[j - 1];
-            v[j] = t;
-        }
-    }
-    struct filesystem_listdir_name *src = v, *dst = tmp;
-    for (size_t w = RUN; w < n; w *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * w) {
-            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            merge(src, dst, lo, mid, hi, arena);
-        }
-        struct filesystem_listdir_name *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != v) memcpy(v, src, n * sizeof *v);
+    if (n < 2) return;
+    size_t mid = n / 2, i = 0, j = mid, k = 0;
+    filesystem_listdir_sort(v, mid, arena, tmp);
+    filesystem_listdir_sort(v + mid, n - mid, arena, tmp);
+    /* Halves already in order (tmpfs gives names in the order they were
+     * made, often theirs): nothing to merge, so such a listing is linear. */
+    if (name_cmp(arena, &v[mid - 1], &v[mid]) <= 0) return;
+    while (i < mid && j < n) tmp[k++] = name_cmp(arena, &v[j], &v[i]) < 0 ? v[j++] : v[i++];
+    while (i < mid) tmp[k++] = v[i++];
+    memcpy(v, tmp, k * sizeof *v); /* what is left of the second half is in place */
 }
 
 /* The lstat of each name (through fd) and whether it has metadata (by the
