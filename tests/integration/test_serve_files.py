@@ -233,14 +233,13 @@ def test_download_refuses_fifo_device_and_proc(fs, tmp_path):
         assert st == 400, (p, st, body)
 
 
-def raw_get(fs, path, extra=b""):
+def raw_get(fs, path, encoding=b"identity"):
     """A GET /files on a socket of its own, read by hand: (socket, head
-    bytes, Content-Length, what of the body came with the head)."""
+    bytes, Content-Length or None, what of the body came with the head)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(TIMEOUT)
     s.connect(fs.path)
-    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n%s\r\n" %
-              (fs.query(path).encode(), extra))
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nAccept-Encoding: %s\r\n\r\n" % (fs.query(path).encode(), encoding))
     got = b""
     while b"\r\n\r\n" not in got:
         piece = s.recv(65536)
@@ -248,8 +247,8 @@ def raw_get(fs, path, extra=b""):
         got += piece
     head, rest = got.split(b"\r\n\r\n", 1)
     assert head.startswith(b"HTTP/1.1 200"), head
-    length = int([ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")][0].split(b":")[1])
-    return s, head, length, rest
+    lengths = [ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+    return s, head, int(lengths[0].split(b":")[1]) if lengths else None, rest
 
 
 def read_to_end(s, have):
@@ -315,6 +314,27 @@ def test_a_download_not_in_the_page_cache_is_read_ahead_not_waited_for(fs, tmp_p
         os.posix_fadvise(out.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
     st, h, body = fs.get_file(str(f))
     assert st == 200 and int(h["Content-Length"]) == len(data) and body == data
+
+
+def test_a_gzip_download_whose_helper_is_killed_is_cut_short(serve, tmp_path):
+    # The helper deflates; the stream is ended (its last chunk sent) only
+    # when the helper ended well, never a whole-looking gzip of part of
+    # the file.
+    a = serve()
+    f = tmp_path / "words.txt"
+    f.write_bytes(b"".join(b"%d word %x\n" % (i, i * 7919) for i in range(3000000)))
+    s, head, length, body = raw_get(a.client, str(f), b"gzip")
+    try:
+        assert b"Content-Encoding: gzip" in head and length is None
+        helpers = children(a.proc.pid)
+        assert len(helpers) == 1, helpers  # it waits for the client to read
+        os.kill(helpers[0], signal.SIGKILL)
+        body = read_to_end(s, body)
+        assert not body.endswith(b"0\r\n\r\n"), body[-64:]
+        st, _, whole = a.client.get_file(str(f), gzip=True)
+        assert st == 200 and gzip.decompress(whole) == f.read_bytes()
+    finally:
+        s.close()
 
 
 def test_a_download_as_another_user_is_theirs_to_read(fs, pub):

@@ -180,7 +180,12 @@ static void on_reaped(struct ev_loop *loop, pid_t pid, int status, void *ctx)
     j->reaped = 1;
     j->wstatus = status;
     running--;
-    if (j->exited && !j->detached) j->exited(j->ctx, status);
+    if (j->exited && !j->detached) {
+        /* It may detach (or cancel) the job, which frees it then: j is not
+         * touched after (a raw job has nothing to deliver). */
+        j->exited(j->ctx, status);
+        return;
+    }
     deliver(j);
     maybe_free(j);
 }

@@ -69,7 +69,8 @@ struct asuser_job *asuser_job_start(struct ev_loop *loop, const struct asuser_jo
 void asuser_job_collect(struct asuser_job *j, size_t max, asuser_job_done_fn done, void *ctx);
 
 /* Raw: the pipe's read end (non-blocking) for the caller to read; exit is
- * called when the helper is reaped (if not detached by then). */
+ * called when the helper is reaped (if not detached by then), and may
+ * detach or cancel the job. */
 int asuser_job_fd(const struct asuser_job *j);
 void asuser_job_on_exit(struct asuser_job *j, asuser_job_exit_fn fn, void *ctx);
 

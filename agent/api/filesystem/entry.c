@@ -52,6 +52,36 @@ void filesystem_entry_permissions(mode_t m, char *out)
     out[k] = '\0';
 }
 
+/* v in decimal, at least width digits, at p; returns the length. */
+static size_t put_num(char *p, unsigned long long v, int width)
+{
+    char t[24];
+    int n = 0;
+    do t[n++] = (char)('0' + v % 10), v /= 10;
+    while (v || n < width);
+    for (int i = 0; i < n; i++) p[i] = t[n - 1 - i];
+    return (size_t)n;
+}
+
+/* "\"YYYY-MM-DDTHH:MM:SS" of tm into p, as strftime's "%Y-%m-%dT%H:%M:%S"
+ * writes it (a year past 9999 as "+N"); without strftime, which brings
+ * the time-zone code along. */
+static size_t put_tm(char *p, const struct tm *tm)
+{
+    long long y = tm->tm_year + 1900LL;
+    size_t n = 0;
+    p[n++] = '"';
+    if (y >= 10000) p[n++] = '+';
+    if (y < 0) p[n++] = '-';
+    n += put_num(p + n, (unsigned long long)(y < 0 ? -y : y), y < 0 ? 3 : 4);
+    const int f[5] = {tm->tm_mon + 1, tm->tm_mday, tm->tm_hour, tm->tm_min, tm->tm_sec};
+    for (int i = 0; i < 5; i++) {
+        p[n++] = "--T::"[i];
+        n += put_num(p + n, (unsigned long long)f[i], 2);
+    }
+    return n;
+}
+
 int filesystem_entry_time(struct buf *b, const struct timespec *ts)
 {
     /* A listing's entries mostly share their second: its text is kept
@@ -64,7 +94,7 @@ int filesystem_entry_time(struct buf *b, const struct timespec *ts)
         struct tm tm;
         time_t t = ts->tv_sec;
         if (!gmtime_r(&t, &tm)) memset(&tm, 0, sizeof tm);
-        hlen = strftime(head, sizeof head, "\"%Y-%m-%dT%H:%M:%S", &tm);
+        hlen = put_tm(head, &tm);
         last = t;
         cached = 1;
     }

@@ -15,13 +15,15 @@
  * the path (a regular file there; the helper is the user's process, who may
  * have taken it over), and never waits for the disk: what is not in the
  * page cache is read ahead and waited for (rest_sendfile_ready). Otherwise
- * (gzip, FUSE, NFS, ...) exactly that many bytes follow the head (fewer
- * only if the file shrank meanwhile) and the loop copies them to the
- * socket, deflated with gzip; the socket is not read while the
+ * (FUSE, NFS, ...) exactly that many bytes follow the head (fewer only if
+ * the file shrank meanwhile), or with gzip the helper's deflate of them
+ * (the compression is the helper's CPU, not the loop's), and the loop
+ * copies them to the socket; the socket is not read while the
  * connection's queue is full, so a slow client holds the helper, never
- * memory. Either way a file that shrinks cannot fill the Content-Length
- * already sent: the connection ends early; one that grows is sent as long
- * as it was.
+ * memory. A file that shrinks cannot fill the Content-Length already
+ * sent: the connection ends early; one that grows is sent as long as it
+ * was. A gzip stream is ended only when its helper exited 0: one killed
+ * midway leaves the body cut short, never a whole-looking gzip of part.
  */
 #include "agent/api/rest/files.h"
 #include "agent/api/asuser/job.h"
@@ -38,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define GET_CHUNK (64 * 1024)
@@ -46,6 +49,9 @@
  * text. The client asked for gzip (the SDK's fetch always does); it should
  * not wait for the agent's CPU. */
 #define GET_GZIP_LEVEL Z_BEST_SPEED
+/* The helper's read and its deflate's output, per call. */
+#define GZIP_IN (256 * 1024)
+#define GZIP_OUT (64 * 1024)
 #define HEAD_LEN 12
 #define MSG_MAX 1024
 /* sendfile: bytes per call, calls per turn of the loop (then the other
@@ -68,18 +74,46 @@ struct get {
     int begun;                  /* the response head is out */
     uint64_t size, sent;
     int gzip;
-    struct gz gz;
+    int exited, exit_ok;        /* the helper was reaped; it ended well */
     /* the file itself (sendfile), or -1: its bytes come through the helper */
     int fd;
     enum rest_sendfile_kind kind;
     ev_timer wait;              /* for the page cache */
     unsigned waits;
-    char in[GET_CHUNK], out[GET_CHUNK];
-    size_t in_off, in_len;      /* read from the pipe, not yet deflated */
+    char in[GET_CHUNK];
+    size_t in_off, in_len;      /* read from the helper, not yet queued */
     int eof;
 };
 
 /* ---- the helper ------------------------------------------------------------ */
+
+/* The first f->size bytes of the file (fewer if it shrank), deflated, to
+ * the agent: the compression is the helper's CPU, not the loop's. */
+static int gzip_out(struct files_reader *f, struct gz *z)
+{
+    static char in[GZIP_IN], out[GZIP_OUT];
+    uint64_t off = 0, size = (uint64_t)f->size;
+    int last = 0;
+    while (!z->finished) {
+        ssize_t r = 0;
+        size_t want = size - off < sizeof in ? (size_t)(size - off) : sizeof in;
+        if (!last && want) {
+            do r = pread(f->fd, in, want, (off_t)off);
+            while (r < 0 && errno == EINTR);
+            if (r < 0) return -1;
+        }
+        off += (uint64_t)r;
+        last = last || r == 0 || off == size;
+        for (size_t at = 0; at < (size_t)r || (last && !z->finished);) {
+            size_t used, made;
+            if (gz_deflate(z, in + at, (size_t)r - at, &used, last, out, sizeof out, &made) < 0 ||
+                (made && io_write_all(ASUSER_JOB_OUT_FD, out, made) < 0))
+                return -1;
+            at += used;
+        }
+    }
+    return 0;
+}
 
 static int get_child(void *arg)
 {
@@ -98,6 +132,13 @@ static int get_child(void *arg)
     enum rest_sendfile_kind kind;
     if (!g->gzip && rest_sendfile_servable(f.fd, &sz, &kind))
         return asuser_job_reply_fd(0, (const char *)size, 8, f.fd) < 0;
+    if (g->gzip) {
+        struct gz z;
+        if (gz_deflate_init(&z, GET_GZIP_LEVEL) < 0) return asuser_job_reply(500, "out of memory", 13) < 0;
+        int r = asuser_job_reply(0, (const char *)size, 8) < 0 || gzip_out(&f, &z) < 0;
+        gz_end(&z);
+        return r;
+    }
     long long len;
     int eof;
     if (asuser_job_reply(0, (const char *)size, 8) < 0 ||
@@ -116,7 +157,6 @@ static void get_free(struct get *g)
     ev_timer_stop(EV_DEFAULT, &g->wait);
     asuser_job_cancel(g->job);
     if (g->fd >= 0) close(g->fd);
-    gz_end(&g->gz);
     free(g->path);
     free(g);
 }
@@ -196,34 +236,43 @@ static int read_head(struct get *g)
     return 1;
 }
 
-/* Write what was read (deflated, with gzip). Returns 1 to read on, 0 when
- * the connection is full (more follows), -1 when it is gone. */
+/* Queue what was read. Returns 1 to read on, 0 when the connection is
+ * full (more follows), -1 when it is gone. */
 static int write_some(struct get *g)
 {
-    while (g->in_off < g->in_len || (g->gzip && g->eof && !g->gz.finished)) {
-        const char *p = g->in + g->in_off;
-        size_t n = g->in_len - g->in_off, used = n, made = n;
-        if (g->gzip && gz_deflate(&g->gz, p, n, &used, g->eof, g->out, sizeof g->out, &made) < 0) return -1;
-        g->in_off += used;
-        if (!made) continue;
-        int r = conn_write(g->c, g->gzip ? g->out : p, made);
-        if (r <= 0) return r;
-    }
+    if (g->in_off == g->in_len) return 1;
+    int r = conn_write(g->c, g->in + g->in_off, g->in_len - g->in_off);
     g->in_off = g->in_len = 0;
-    return 1;
+    return r;
 }
 
 static void finish(struct get *g)
 {
     ev_io_stop(EV_DEFAULT, &g->io);
-    /* A file that shrank cannot fill the Content-Length it was sent with:
-     * the connection goes (and gone frees g). */
-    if (!g->gzip && g->sent != g->size) {
+    /* A file that shrank cannot fill the Content-Length it was sent with,
+     * and a gzip stream is whole only if its helper ended well: else the
+     * connection goes, the body cut short (gone frees g). */
+    if (g->gzip ? !g->exit_ok : g->sent != g->size) {
         conn_kill(g->c);
         return;
     }
     conn_stream_end(g->c);
     get_free(g); /* the response is complete: no hook runs any more */
+}
+
+/* At the helper's EOF: with gzip, its exit says whether the stream is whole. */
+static void ended(struct get *g)
+{
+    if (g->gzip && !g->exited) ev_io_stop(EV_DEFAULT, &g->io); /* on_helper_exit finishes */
+    else finish(g);
+}
+
+static void on_helper_exit(void *ctx, int wstatus)
+{
+    struct get *g = ctx;
+    g->exited = 1;
+    g->exit_ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+    if (g->eof && g->in_off == g->in_len) finish(g);
 }
 
 static void pump(struct get *g)
@@ -239,7 +288,7 @@ static void pump(struct get *g)
             return;
         }
         if (g->eof) {
-            finish(g);
+            ended(g);
             return;
         }
         ssize_t k = read(asuser_job_fd(g->job), g->in, sizeof g->in);
@@ -338,13 +387,14 @@ void rest_download(struct conn *c)
     ev_init(&g->wait, on_cached);
     g->wait.data = g;
     const char *ae = httpreq_header(conn_req(c), "Accept-Encoding");
-    g->gzip = ae && hparam_accepts(ae, "gzip") && gz_deflate_init(&g->gz, GET_GZIP_LEVEL) == 0;
+    g->gzip = ae && hparam_accepts(ae, "gzip");
     struct asuser_job_opts o = {.user = &u, .fn = get_child, .arg = g, .deathsig = SIGKILL, .socket = 1};
     if (!(g->job = asuser_job_start(EV_DEFAULT, &o, err))) {
         rest_files_error(c, 500, err);
         get_free(g);
         return;
     }
+    asuser_job_on_exit(g->job, on_helper_exit, g);
     ev_io_init(&g->io, on_readable, asuser_job_fd(g->job), EV_READ);
     g->io.data = g;
     ev_io_start(EV_DEFAULT, &g->io);
