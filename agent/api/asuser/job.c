@@ -160,11 +160,14 @@ static void deliver(struct asuser_job *j)
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct asuser_job *j = w->data;
-    char chunk[READ_CHUNK];
-    ssize_t r = read(j->fd, chunk, sizeof chunk);
+    /* Read straight into the frame (a listing's megabytes are not copied
+     * twice); one byte past the bound tells a frame too large. */
+    size_t left = j->out.max - j->out.len, want = left < READ_CHUNK ? left + 1 : READ_CHUNK;
+    int bad = buf_reserve(&j->out, want - 1) < 0;
+    ssize_t r = bad ? 0 : read(j->fd, j->out.data + j->out.len, want);
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    if (r > 0 && buf_append(&j->out, chunk, (size_t)r) == 0) return;
-    if (r > 0) { /* past the bound: not a frame we take */
+    if (r > 0 && (j->out.len += (size_t)r) <= j->out.max) return;
+    if (bad || r > 0) { /* past the bound, or no memory: not a frame we take */
         kill(j->pid, SIGKILL);
         buf_reset(&j->out);
     }

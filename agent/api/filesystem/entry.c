@@ -155,13 +155,22 @@ static int has_ours(ssize_t n)
     return 0;
 }
 
-int filesystem_entry_meta_probe(const char *at) { return has_ours(listxattr(at, xnames, sizeof xnames)); }
+/* listxattr into xnames. The kernel allocates a buffer of the size it is
+ * given for every call (64 KiB: an order-4 allocation per file listed),
+ * so a small one first: most files have no attribute, or a few. */
+static ssize_t list_names(const char *at)
+{
+    ssize_t n = listxattr(at, xnames, 256);
+    return n < 0 && errno == ERANGE ? listxattr(at, xnames, sizeof xnames) : n;
+}
+
+int filesystem_entry_meta_probe(const char *at) { return has_ours(list_names(at)); }
 
 /* "metadata": {...} from user.e2b.* (nothing when there is none). */
 static int metadata(struct buf *b, const char *path)
 {
     static char value[FILESYSTEM_XATTR_VALUE_MAX];
-    ssize_t n = listxattr(path, xnames, sizeof xnames);
+    ssize_t n = list_names(path);
     size_t plen = strlen(FILESYSTEM_XATTR_PREFIX);
     int first = 1;
     for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(xnames + i) + 1) {
