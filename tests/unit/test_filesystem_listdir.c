@@ -3,7 +3,8 @@
  * the name sort against qsort + memcmp (random bytes, prefixes, in order,
  * reversed), and the walk itself: byte order at each level, a directory's
  * contents right after it, symlinks never entered, metadata only where
- * there is some, the error of the top directory, and no fd left open.
+ * there is some, the error of the top directory, and no fd left open; a
+ * directory whose lstats are split between two processes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,6 +173,41 @@ static void test_walk(void **s)
     buf_free(&out);
 }
 
+/* A directory large enough that its lstats are split between two
+ * processes: every entry there once, in order, with its own size. */
+static void test_split(void **s)
+{
+    (void)s;
+    char d[300], p[400];
+    snprintf(d, sizeof d, "%s/many", dir);
+    assert_int_equal(mkdir(d, 0755), 0);
+    enum { N = 5001 };
+    for (int i = N - 1; i >= 0; i--) { /* made in reverse: the sort has work */
+        snprintf(p, sizeof p, "%s/f%05d", d, i);
+        int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "1234567", (size_t)(i % 7)), i % 7);
+        close(fd);
+    }
+    struct filesystem_op op = {.path = d, .depth = 1};
+    struct buf out;
+    buf_init(&out, FILESYSTEM_REPLY_MAX);
+    assert_int_equal(filesystem_listdir_child(&op, &out), 0);
+    assert_true(buf_cstr(&out));
+    const char *at = out.data;
+    for (int i = 0; i < N; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "{\"name\": \"f%05d\", \"type\": \"FILE_TYPE_FILE\"", i);
+        at = strstr(at, want);
+        assert_non_null(at);
+        snprintf(want, sizeof want, "\"size\": \"%d\"", i % 7);
+        const char *size = strstr(at, "\"size\": ");
+        assert_int_equal(strncmp(size, want, strlen(want)), 0);
+    }
+    assert_null(strstr(at + 1, "{\"name\""));
+    buf_free(&out);
+}
+
 static int setup(void **s)
 {
     (void)s;
@@ -191,6 +227,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sort),
         cmocka_unit_test(test_walk),
+        cmocka_unit_test(test_split),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

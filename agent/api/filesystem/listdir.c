@@ -30,8 +30,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* No entry's JSON is shorter than this (its keys alone are longer). */
@@ -43,6 +47,9 @@
 #define DENTS_BUF (32 * 1024)
 /* An entry's JSON is usually about this long: room made for it once. */
 #define ENTRY_JSON_GUESS 256
+/* A directory with this many entries has its lstats split between two
+ * processes (below it, the second costs more than it saves). */
+#define SPLIT_MIN 2048
 
 /* What is kept of an entry's lstat between reading and writing it. */
 struct lent {
@@ -149,16 +156,17 @@ void filesystem_listdir_sort(struct filesystem_listdir_name *v, size_t n, const 
     memcpy(v, tmp, k * sizeof *v); /* what is left of the second half is in place */
 }
 
-/* The lstat of each name (through fd) and whether it has metadata (by the
- * name alone when the cwd is the directory, which is one component for
- * the kernel to walk; else by its path). dir is the path, for messages. */
-static void read_stats(int fd, struct ldir *d, const char *dir, struct buf *path, size_t dlen)
+/* The lstat of names [from, to) (through fd) into out[0..), and whether
+ * each has metadata (by the name alone when the cwd is the directory,
+ * here: one component for the kernel to walk; else by its path). dir is
+ * the path, for messages. */
+static void stat_range(int fd, const struct ldir *d, size_t from, size_t to, struct lent *out, int here,
+                       const char *dir, struct buf *path, size_t dlen)
 {
-    int here = fchdir(fd) == 0;
-    for (size_t i = 0; i < d->n; i++) {
+    for (size_t i = from; i < to; i++) {
         const char *name = d->arena.data + d->v[i].off;
         struct stat st;
-        struct lent *e = &d->st[i];
+        struct lent *e = &out[i - from];
         e->mode = 0;
         if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
             /* Removed since getdents saw it: it is not there any more. */
@@ -171,6 +179,48 @@ static void read_stats(int fd, struct ldir *d, const char *dir, struct buf *path
         else if (buf_putc(path, '/') == 0 && buf_append(path, name, d->v[i].len) == 0 && buf_cstr(path))
             e->meta = filesystem_entry_meta_probe(path->data);
     }
+}
+
+/* The second half of a large directory's lstats in a process of its own
+ * (forked from the helper: the same user, the same cwd), into shared
+ * memory, while the helper does the first: the kernel's work per entry is
+ * most of a listing, and a machine has more than one CPU. Returns its pid
+ * (*shared: where its results go), or -1 to do it all here. */
+static pid_t stat_split(int fd, const struct ldir *d, size_t half, struct lent **shared, const char *dir)
+{
+    size_t len = (d->n - half) * sizeof **shared;
+    *shared = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (*shared == MAP_FAILED) return -1;
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        struct buf unused;
+        buf_init(&unused, 0);
+        /* It goes with the helper (killed when a call is cancelled). */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() == parent)
+            stat_range(fd, d, half, d->n, *shared, 1, dir, &unused, 0);
+        _exit(0);
+    }
+    if (pid < 0) munmap(*shared, len);
+    return pid;
+}
+
+/* Every lstat of the directory fd (see stat_range). */
+static void read_stats(int fd, struct ldir *d, const char *dir, struct buf *path, size_t dlen)
+{
+    int here = fchdir(fd) == 0, ws;
+    size_t half = here && d->n >= SPLIT_MIN ? d->n / 2 : d->n;
+    struct lent *shared = NULL;
+    pid_t pid = half < d->n ? stat_split(fd, d, half, &shared, dir) : -1;
+    if (pid < 0) half = d->n;
+    stat_range(fd, d, 0, half, d->st, here, dir, path, dlen);
+    if (pid < 0) return;
+    pid_t w;
+    do w = waitpid(pid, &ws, 0);
+    while (w < 0 && errno == EINTR);
+    /* Its results count only if it ended well: else they are done again. */
+    if (w == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0) memcpy(d->st + half, shared, (d->n - half) * sizeof *shared);
+    else stat_range(fd, d, half, d->n, d->st + half, here, dir, path, dlen);
+    munmap(shared, (d->n - half) * sizeof *shared);
 }
 
 /* The directory at dir (the walk's path, dlen bytes) read: names sorted,
