@@ -75,7 +75,7 @@ HOT_SRC := agent/core/b64.c agent/core/buf.c agent/core/ring.c agent/core/relay.
             agent/api/http/conn.c agent/api/http/outq.c agent/api/http/httpreq.c \
             agent/api/http/server.c agent/api/connect/connect.c agent/api/connect/rpc.c \
             agent/api/process/stream.c agent/api/process/event.c agent/proc/io.c agent/proc/pace.c \
-            agent/api/rest/download.c agent/api/rest/upload.c agent/api/rest/upload_file.c \
+            agent/api/rest/download.c agent/api/rest/sendfile.c agent/api/rest/upload.c agent/api/rest/upload_file.c \
             agent/api/rest/gz.c agent/api/rest/multipart.c agent/api/filesystem/listdir.c \
             agent/api/filesystem/entry.c agent/api/filesystem/watch.c agent/files/read.c \
             agent/files/write.c agent/files/list.c agent/files/copy.c inotify/tree/tree.c \
@@ -87,6 +87,11 @@ HOT_SRC := agent/core/b64.c agent/core/buf.c agent/core/ring.c agent/core/relay.
 # ... and libb64 is on serve's hot path (every output byte of a Start stream
 # is base64-encoded): -O2 there encodes 2.5x as fast for ~1 KB.
 $(B)/musl/deps/libb64/%.o: MUSL_DEP_OPT := $(MUSL_OPT)
+# ... and so is deflate, for a GET /files with gzip: deflate.c and trees.c
+# at -O2, slide_hash's loop vectorised, deflate 10% faster (callgrind: 1.58
+# -> 1.49 G instructions for 16 MiB of text) for 4.9 KB.
+$(B)/musl/deps/zlib/deflate.o: MUSL_DEP_OPT := $(MUSL_OPT) -ftree-vectorize -fvect-cost-model=dynamic
+$(B)/musl/deps/zlib/trees.o: MUSL_DEP_OPT := $(MUSL_OPT)
 MUSL_CFLAGS = -std=c11 $(MUSL_CODE_OPT) -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(WARN)
 MUSL_CODE_OPT = $(if $(filter $(HOT_SRC),$<),$(MUSL_OPT),$(MUSL_COLD_OPT))
 MUSL_LDFLAGS := -static -s -Wl,--gc-sections
