@@ -9,9 +9,10 @@
                                tree, the process table, the envd API)
             The API in layers: http (HTTP/1.1) <- connect (Connect framing)
             <- process, filesystem, rest (the services it serves; rest may use
-            filesystem's entries and watches) <- agent/api (configuration,
-            start, stop, the routes); asuser (who a request acts as) beside
-            them, used by the three services.
+            filesystem's entries and watches), ops (the orchestrator's
+            routes: /metrics, /init, the token) <- agent/api (configuration,
+            start, stop, the routes); asuser (who a request acts as, and
+            the defaults /init sets) beside them, used by the services.
   mode      one folder each    the core, the services and its own folder, never
                                another mode
   dispatch  agent/main.c       the modes' entry headers and the core
@@ -28,7 +29,8 @@ CORE = "agent/core"
 API = "agent/api"
 HTTP, CONNECT, ASUSER = API + "/http", API + "/connect", API + "/asuser"
 PROCESS, FILESYSTEM, REST = API + "/process", API + "/filesystem", API + "/rest"
-SERVICES = ["agent/files", "inotify/tree", "agent/proc", HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, API]
+OPS = API + "/ops"
+SERVICES = ["agent/files", "inotify/tree", "agent/proc", HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, OPS, API]
 # A service may use another only along these edges (no cycles): the API's
 # layers one way, and the services the API speaks for (the process table,
 # the file operations, the watched tree).
@@ -37,7 +39,8 @@ SERVICE_USES = {
     PROCESS: [CONNECT, HTTP, ASUSER, "agent/proc"],
     FILESYSTEM: [CONNECT, HTTP, ASUSER, "agent/files", "inotify/tree"],
     REST: [HTTP, CONNECT, ASUSER, FILESYSTEM, "agent/files"],
-    API: [HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, "agent/proc"],
+    OPS: [HTTP, CONNECT, ASUSER],
+    API: [HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, OPS, "agent/proc"],
 }
 MODES = ["agent/fs", "agent/mcp", "agent/session", "agent/serve", "runner/run", "runner/exec",
          "inotify/watch"]

@@ -4,8 +4,12 @@
 #include "agent/api/api.h"
 #include "agent/api/process/process.h"
 #include "agent/api/asuser/asuser.h"
+#include "agent/api/asuser/defaults.h"
+#include "agent/api/ops/metrics.h"
+#include "agent/api/ops/token.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
+#include "agent/core/nonce.h"
 #include "agent/core/num.h"
 #include "agent/core/pid1.h"
 #include "agent/core/protocol.h"
@@ -36,9 +40,25 @@ static int read_count(const char *name, uint64_t max, uint64_t dflt, uint64_t *o
     return 0;
 }
 
+/* SANDBOX_AGENT_AWAIT_TOKEN: "1", or unset (or "" or "0"). */
+static int read_await(struct api_config *cfg, char *err)
+{
+    const char *v = getenv(ENV_AWAIT_TOKEN);
+    cfg->await_token = v && !strcmp(v, "1");
+    if (v && *v && strcmp(v, "0") && strcmp(v, "1")) {
+        err_set(err, ENV_AWAIT_TOKEN " must be 1 or 0, not '%.40s'", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* A token, or the promise of one (AWAIT_TOKEN), lets the agent listen on
+ * a public address, and makes that the default. */
 static int read_listen(struct api_config *cfg, int has_token, char *err)
 {
     const char *v = getenv(ENV_LISTEN);
+    int awaits = !has_token && cfg->await_token;
+    has_token = has_token || awaits;
     cfg->listen = v && *v ? v : has_token ? DEFAULT_LISTEN_PUBLIC : DEFAULT_LISTEN_LOCAL;
     if (listen_parse(cfg->listen, &cfg->addr, err) < 0) {
         char why[ERR_LEN];
@@ -53,6 +73,9 @@ static int read_listen(struct api_config *cfg, int has_token, char *err)
     if (warn)
         log_warn("api: " ENV_INSECURE "=1: serving %s with no token; anyone who reaches it "
                  "can run commands here", cfg->listen);
+    if (awaits && !cfg->addr.loopback)
+        log_warn("api: " ENV_AWAIT_TOKEN "=1: only /health and /init answer on %s until an /init sets "
+                 "the token; whoever reaches it first sets it", cfg->listen);
     return 0;
 }
 
@@ -87,7 +110,9 @@ int api_config_read(struct api_config *cfg, const char *token, char *err)
     uint64_t n;
     struct pid1_config pc;
     memset(cfg, 0, sizeof *cfg);
-    if (read_listen(cfg, token && *token, err) < 0) return -1;
+    if (read_await(cfg, err) < 0 || read_listen(cfg, token && *token, err) < 0) return -1;
+    const char *disk = getenv(ENV_DISK_PATH);
+    cfg->disk = disk && *disk ? disk : NULL;
     if (read_count(ENV_MAX_CONNECTIONS, 1000000, DEFAULT_MAX_CONNECTIONS, &n, err) < 0) return -1;
     cfg->max_conns = (unsigned)n;
     if (read_seconds(ENV_HTTP_TIMEOUT, DEFAULT_HTTP_TIMEOUT, &cfg->timeout, err) < 0 ||
@@ -177,22 +202,30 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
     a->cfg = *cfg;
     a->cfg.procs.on_end = on_proc_end;
     a->cfg.procs.ctx = a;
-    a->routes.token = token && *token ? token : NULL;
-    a->routes.token_len = a->routes.token ? strlen(token) : 0;
+    if (ops_token_start(token, a->cfg.await_token) < 0) {
+        err_set(err, "api: out of memory");
+        return -1;
+    }
+    nonce_forget_secret(ENV_TOKEN); /* the copy above is the one kept */
     ev_timer_init(&a->step_w, on_step, 0., 0.);
     ev_timer_init(&a->bound_w, on_bound, 0., 0.);
     a->step_w.data = a->bound_w.data = a;
-    if (!(a->t = proc_table_new(loop, &a->cfg.procs, err))) return -1;
+    if (!(a->t = proc_table_new(loop, &a->cfg.procs, err))) {
+        ops_token_free();
+        return -1;
+    }
     int fd = listen_open(&a->cfg.addr, why);
     if (fd < 0) {
         err_set(err, "api: cannot listen on %s: %s", a->cfg.listen, why);
         proc_table_free(a->t);
         a->t = NULL;
+        ops_token_free();
         return -1;
     }
     process_init(a->t);
     asuser_default(a->cfg.user);
-    routes_app(&a->routes, &app);
+    ops_metrics_start(a->cfg.disk);
+    routes_app(&app);
     server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout,
                  a->cfg.first_head, &app);
     a->started = 1;
@@ -209,6 +242,9 @@ void api_free(struct api *a)
     if (a->cfg.addr.is_unix) (void)unlink(a->cfg.addr.path);
     process_init(NULL);
     asuser_default(NULL);
+    asuser_defaults_clear();
+    ops_token_free();
+    ops_metrics_stop();
     proc_table_free(a->t);
     a->t = NULL;
     a->started = 0;

@@ -5,8 +5,9 @@
  * mode owns both (reaper_init, pid1_init) and hands the loop over.
  *
  * Owns the configuration read from the environment (listen address, token
- * rule, connection bound, HTTP and first-head timeouts, retention, default
- * user, grace),
+ * rule and whether to await the token, connection bound, HTTP and
+ * first-head timeouts, retention, default user, grace, the disk /metrics
+ * reports),
  * the listening socket, the process table, the server and the stop:
  * stop accepting, SIGTERM every started process group (SIGKILL after the
  * grace), and once every process has ended, end every open stream with its
@@ -18,8 +19,9 @@
  * (process/process.c, asuser/asuser.c, set here by api_start and cleared by
  * api_free), the calls open (connect/rpc.c), the polling watchers and the
  * live watches (filesystem/watchers.c, watch.c), the helpers running
- * (asuser/job.c). struct api holds what is this instance's: the
- * configuration, the server, the stop.
+ * (asuser/job.c), the token and POST /init's defaults (ops/token.c,
+ * asuser/defaults.c), the metrics' sources (ops/metrics.c). struct api
+ * holds what is this instance's: the configuration, the server, the stop.
  */
 #ifndef SA_API_API_H
 #define SA_API_API_H
@@ -38,6 +40,8 @@ struct api_config {
     double timeout;               /* SANDBOX_AGENT_HTTP_TIMEOUT_SECONDS */
     double first_head;            /* SANDBOX_AGENT_FIRST_HEAD_SECONDS */
     const char *user;             /* SANDBOX_AGENT_USER, or NULL: the agent's */
+    int await_token;              /* SANDBOX_AGENT_AWAIT_TOKEN=1: POST /init sets the token */
+    const char *disk;             /* SANDBOX_AGENT_DISK_PATH, or NULL: "/" (GET /metrics) */
     struct proc_table_opts procs; /* retention, grace */
 };
 
@@ -46,7 +50,6 @@ typedef void (*api_done_fn)(void *ctx);
 struct api {
     struct ev_loop *loop;
     struct api_config cfg;
-    struct routes routes;
     struct server srv;
     struct proc_table *t;
     int started, stopping, done;
@@ -64,8 +67,9 @@ int api_wanted(void);
  * message in err naming the variable. */
 int api_config_read(struct api_config *cfg, const char *token, char *err);
 
-/* Listen and serve on loop. token must outlive the service. Returns 0, or
- * -1 with a message in err. */
+/* Listen and serve on loop. The token is copied (ops/token.h): the caller
+ * wipes its own copy once this returns (nonce_wipe), so that a token /init
+ * replaces leaves no copy behind. Returns 0, or -1 with a message in err. */
 int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
               const char *token, char *err);
 

@@ -4,16 +4,22 @@
  * Every request needs the token first, /health included (the contract says
  * every request; the E2B SDK sends it on every one); a connection is trusted
  * (conn_trust) once a head of it has it, or at once when there is no token.
+ * While the API awaits its token (SANDBOX_AGENT_AWAIT_TOKEN=1, ops/token.h)
+ * only GET /health and POST /init answer, without it and without trusting
+ * the connection; everything else is 503 `unavailable` until an /init sets
+ * one.
  * Errors are Connect's JSON {"code", "message"} on every route, so a client
  * has one shape to read.
  * The handlers of the RPC table are the process and filesystem services';
  * until one is wired its entry answers `unimplemented`.
  */
 #include "agent/api/routes.h"
-#include "agent/api/http/auth.h"
 #include "agent/api/process/process.h"
 #include "agent/api/rest/files.h"
 #include "agent/api/filesystem/filesystem.h"
+#include "agent/api/ops/init.h"
+#include "agent/api/ops/metrics.h"
+#include "agent/api/ops/token.h"
 #include "agent/core/jsonw.h"
 #include "agent/core/protocol.h"
 
@@ -68,22 +74,34 @@ static enum rpc_code code_for_status(int status)
     }
 }
 
+/* The REST routes answered to GET only. */
 static int is_rest(const char *path)
 {
-    return !strcmp(path, ROUTE_HEALTH) || !strcmp(path, ROUTE_ENVS);
+    return !strcmp(path, ROUTE_HEALTH) || !strcmp(path, ROUTE_ENVS) || !strcmp(path, ROUTE_METRICS);
+}
+
+/* The token check. Returns 1 when the request may go on. */
+static int admitted(struct conn *c, const char *path)
+{
+    struct httpreq *r = conn_req(c);
+    if (ops_token_awaiting()) {
+        if (!strcmp(path, ROUTE_HEALTH) || !strcmp(path, ROUTE_INIT)) return 1;
+        rpc_error_response(c, RPC_UNAVAILABLE, "no access token yet: waiting for POST " ROUTE_INIT, NULL);
+        return 0;
+    }
+    if (ops_token_present() && !ops_token_ok(httpreq_header(r, HEADER_ACCESS_TOKEN))) {
+        rpc_error_response(c, RPC_UNAUTHENTICATED, "missing or wrong " HEADER_ACCESS_TOKEN, NULL);
+        return 0;
+    }
+    conn_trust(c); /* past the token: strangers cannot displace it (http/server.h) */
+    return 1;
 }
 
 static void on_head(struct conn *c, void *ctx)
 {
-    const struct routes *rt = ctx;
     struct httpreq *r = conn_req(c);
     const char *path = httpreq_path(r);
-    if (rt->token &&
-        !auth_token_ok(rt->token, rt->token_len, httpreq_header(r, HEADER_ACCESS_TOKEN))) {
-        rpc_error_response(c, RPC_UNAUTHENTICATED, "missing or wrong " HEADER_ACCESS_TOKEN, NULL);
-        return;
-    }
-    conn_trust(c); /* past the token: strangers cannot displace it (http/server.h) */
+    if (!admitted(c, path)) return;
     if (!strcmp(path, ROUTE_FILES)) {
         rest_files_on_head(c);
         return;
@@ -91,6 +109,11 @@ static void on_head(struct conn *c, void *ctx)
     if (is_rest(path)) {
         if (httpreq_method(r) != HTTP_GET)
             rpc_http_error(c, 405, RPC_UNIMPLEMENTED, "only GET", "Allow: GET\r\n");
+        return;
+    }
+    if (!strcmp(path, ROUTE_INIT)) { /* the body: a unary one, buffered (SERVE_BODY_MAX) */
+        if (httpreq_method(r) != HTTP_POST)
+            rpc_http_error(c, 405, RPC_UNIMPLEMENTED, "only POST", "Allow: POST\r\n");
         return;
     }
     const struct rpc_method *m = routes_method(path);
@@ -109,6 +132,10 @@ static void on_request(struct conn *c, void *ctx)
         rest_files_on_request(c);
     } else if (!strcmp(path, ROUTE_HEALTH)) {
         conn_respond(c, 204, NULL, NULL, "", 0);
+    } else if (!strcmp(path, ROUTE_METRICS)) {
+        ops_metrics_respond(c);
+    } else if (!strcmp(path, ROUTE_INIT)) {
+        ops_init_respond(c);
     } else if (!strcmp(path, ROUTE_ENVS)) {
         struct buf b;
         buf_init(&b, SERVE_BODY_MAX);
@@ -125,10 +152,10 @@ static void on_error(struct conn *c, int status, const char *why, void *ctx)
     rpc_http_error(c, status, code_for_status(status), why, NULL);
 }
 
-void routes_app(struct routes *rt, struct server_app *app)
+void routes_app(struct server_app *app)
 {
     app->on_head = on_head;
     app->on_request = on_request;
     app->on_error = on_error;
-    app->ctx = rt;
+    app->ctx = NULL;
 }

@@ -1,6 +1,7 @@
 /*
- * routes.h - what each request of `serve` means: the access token check, the
- * REST routes (GET /health, GET /envs) and the table of RPC methods of
+ * routes.h - what each request of `serve` means: the access token check
+ * (ops/token.h), the REST routes (GET /health, GET /envs, GET /metrics,
+ * POST /init, /files) and the table of RPC methods of
  * process.Process and filesystem.Filesystem, each unary or server-streaming,
  * with the handler that serves it (README "sandbox-agent serve").
  */
@@ -12,13 +13,8 @@
 
 #include <stddef.h>
 
-struct routes {
-    const char *token; /* SANDBOX_AGENT_TOKEN, or NULL: no token needed */
-    size_t token_len;
-};
-
-/* The server callbacks for rt (which must outlive the server). */
-void routes_app(struct routes *rt, struct server_app *app);
+/* The server callbacks. */
+void routes_app(struct server_app *app);
 
 /* The method at path, or NULL. A method whose start is NULL is answered
  * `unimplemented`, as an unknown one is. */

@@ -188,8 +188,10 @@ static int has_file(const char *dir, const char *file)
 
 /* ---- the agent's directory ---- */
 
-/* The agent's own group of that hierarchy, as a directory. */
-static int own_dir(const struct buf *self, const struct buf *mi, const char *controller, char *dir, char *why)
+/* The agent's own group of that hierarchy, as a directory (and the
+ * hierarchy's mount point in mnt_out, when not NULL). */
+static int own_dir(const struct buf *self, const struct buf *mi, const char *controller, char *dir,
+                   char *mnt_out, char *why)
 {
     char path[CGROUP_PATH_MAX], root[CGROUP_PATH_MAX], mnt[CGROUP_PATH_MAX];
     const char *name = controller ? controller : "cgroup v2";
@@ -202,7 +204,22 @@ static int own_dir(const struct buf *self, const struct buf *mi, const char *con
         err_set(why, "%s: the agent's group %s is not mounted", name, path);
         return -1;
     }
+    if (mnt_out) memcpy(mnt_out, mnt, CGROUP_PATH_MAX);
     return 0;
+}
+
+int cgroup_self_dir(const char *controller, char *dir, char *mnt, char *why)
+{
+    struct buf self, mi;
+    int rc = -1;
+    if (read_text("/proc/self/cgroup", &self, SELF_MAX) < 0 ||
+        read_text("/proc/self/mountinfo", &mi, MOUNTINFO_MAX) < 0)
+        err_set(why, "cannot read /proc/self: %s", strerror(errno));
+    else
+        rc = own_dir(&self, &mi, controller, dir, mnt, why);
+    buf_free(&self);
+    buf_free(&mi);
+    return rc;
 }
 
 /* Make a directory of the agent's own under dir. */
@@ -227,7 +244,7 @@ static int try_kind(struct cgroup_base *b, enum cgroup_kind k, const struct buf 
 {
     char dir[CGROUP_PATH_MAX];
     const char *ctl = k == CGROUP_V2 ? NULL : k == CGROUP_V1_FREEZER ? "freezer" : "pids";
-    if (own_dir(self, mi, ctl, dir, why) < 0 || make_base(b, dir, why) < 0) return -1;
+    if (own_dir(self, mi, ctl, dir, NULL, why) < 0 || make_base(b, dir, why) < 0) return -1;
     b->kind = k;
     b->has_kill = k == CGROUP_V2 && has_file(b->dir, "cgroup.kill");
     b->has_freeze = k == CGROUP_V2 ? has_file(b->dir, "cgroup.freeze") : k == CGROUP_V1_FREEZER;

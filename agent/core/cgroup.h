@@ -64,6 +64,12 @@ int cgroup_dir_of(const char *mnt, const char *root, const char *path, char *out
 
 /* ---- the agent's groups ---- */
 
+/* The directory of the agent's own group of the hierarchy that controller
+ * names (NULL: cgroup v2) into dir, and that hierarchy's mount point into
+ * mnt (may be NULL), both CGROUP_PATH_MAX bytes, as /proc/self/cgroup and
+ * /proc/self/mountinfo show them now. Returns 0, or -1 with why. */
+int cgroup_self_dir(const char *controller, char *dir, char *mnt, char *why);
+
 /* Find a hierarchy as w allows and make b->dir, a new directory named
  * after the agent under its own group. Returns 0, or -1 with err saying
  * why none may be used (b->kind is then CGROUP_NONE). */

@@ -63,6 +63,15 @@ void nonce_wipe(struct nonce *n)
     n->len = 0;
 }
 
+void nonce_forget_secret(const char *name)
+{
+    for (size_t i = 0; i < NSECRETS; i++)
+        if (!strcmp(secret_names[i], name) && taken[i].value) {
+            overwrite(taken[i].value, taken[i].len);
+            taken[i].len = 0;
+        }
+}
+
 void nonce_forget(void)
 {
     for (size_t i = 0; i < NSECRETS; i++) {

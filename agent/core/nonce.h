@@ -31,6 +31,9 @@ int nonce_take_secret(const char *name, struct nonce *n, const char **err);
 
 /* Overwrite a copy from nonce_take or nonce_take_secret, then free it. */
 void nonce_wipe(struct nonce *n);
+/* Overwrite the module's own copy of the secret `name` only (the API keeps
+ * its token itself: agent/api/ops/token.h). Later calls for it get "". */
+void nonce_forget_secret(const char *name);
 /* Overwrite the module's own copies of every secret: for a fork of the agent
  * that must not hold them (with nonce_wipe of every copy it was handed).
  * Later calls get "". */

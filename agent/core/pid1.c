@@ -11,6 +11,7 @@
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
 #include "agent/core/num.h"
+#include "agent/core/oom.h"
 #include "agent/core/protocol.h"
 #include "agent/core/stop.h"
 
@@ -110,6 +111,7 @@ void pid1_subreaper(void)
 int pid1_init(struct ev_loop *loop, sig_fn fn, void *ctx, char *err)
 {
     pid1_subreaper();
+    oom_protect();
     return sig_catch(loop, NULL, fn, ctx, err);
 }
 

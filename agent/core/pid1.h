@@ -40,7 +40,8 @@ int pid1_config_read(struct pid1_config *cfg, char *err);
  * of our descendants are then ours to reap, as PID 1's are. */
 void pid1_subreaper(void);
 
-/* Become a child subreaper unless PID 1, and catch every forwardable signal
+/* Become a child subreaper unless PID 1, keep the agent out of the OOM
+ * killer's way (oom_protect), and catch every forwardable signal
  * (sig_catch with NULL). Returns 0, or -1 with a message in err. */
 int pid1_init(struct ev_loop *loop, sig_fn fn, void *ctx, char *err);
 

@@ -71,6 +71,14 @@
 #define HEADER_ACCESS_TOKEN "X-Access-Token"
 #define ROUTE_HEALTH "/health"
 #define ROUTE_ENVS "/envs"
+/* serve's orchestrator routes (README "sandbox-agent serve"): the sandbox's
+ * figures, and what the orchestrator sends it at the start or a resume;
+ * with AWAIT_TOKEN=1 and no token, only /health and /init answer until an
+ * /init sets one; DISK_PATH picks the filesystem /metrics reports. */
+#define ROUTE_METRICS "/metrics"
+#define ROUTE_INIT "/init"
+#define ENV_AWAIT_TOKEN "SANDBOX_AGENT_AWAIT_TOKEN"
+#define ENV_DISK_PATH "SANDBOX_AGENT_DISK_PATH"
 /* serve's file transfer (README "sandbox-agent serve", the filesystem API):
  * the route, the metadata headers of an upload, the default user. */
 #define ROUTE_FILES "/files"
@@ -83,7 +91,7 @@
 #define SESSION_ERR_TIMEOUT "timeout"
 #define SESSION_ERR_HANDLER_EXITED "handler_exited"
 #define SESSION_ERR_SHUTTING_DOWN "shutting_down"
-/* Beyond PROTOCOL.md: the restart queue is full (documented in the README). */
+/* Beyond the contract: the restart queue is full (documented in the README). */
 #define SESSION_ERR_QUEUE_FULL "queue_full"
 /* A mailbox line longer than this (newline excluded) is answered too_large. */
 #define SESSION_LINE_MAX (16u * 1024u * 1024u)

@@ -20,6 +20,7 @@
 #include "agent/core/err.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
+#include "agent/core/oom.h"
 #include "agent/core/protocol.h"
 #include "agent/core/sig.h"
 
@@ -125,8 +126,10 @@ static CHILD_CODE void child_setup_and_exec(const struct spawn_opts *o, int errf
     /* Still fully blocked here, so SIGTTOU cannot stop us while a background
      * group takes the terminal. */
     if (o->tty_fd >= 0) tcsetpgrp(o->tty_fd, getpgrp());
-    /* The workload gets the signal state the agent was started with. */
+    /* The workload gets the signal state the agent was started with, and
+     * its OOM score (never the agent's -1000; before the ids drop). */
     sig_child_restore();
+    oom_child_reset();
 
     if (o->stdin_fd >= 0 && dup2(o->stdin_fd, 0) < 0) goto fail;
     if (o->stdout_fd >= 0 && dup2(o->stdout_fd, 1) < 0) goto fail;

@@ -19,6 +19,7 @@
 #include "agent/proc/proc_priv.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
+#include "agent/core/oom.h"
 #include "agent/core/stop.h"
 
 #include <errno.h>
@@ -179,6 +180,7 @@ static void others(struct proc_group *g, int sig)
 
 void proc_group_signal(struct proc_group *g, int sig)
 {
+    if (sig == SIGKILL) g->sent_kill = 1;
     if (!g->cg && g->leader_alive) proc_tree_walk(&g->tree, g->pid);
     if (g->leader_alive) stop_send(g->pid, sig, 1);
     others(g, sig);
@@ -188,7 +190,7 @@ static void on_grace(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct proc_group *g = w->data;
     g->armed = 0;
-    g->killed = 1;
+    g->killed = g->sent_kill = 1;
     /* A group that outlived its leader keeps its id while it has members. */
     if (g->leader_alive || !stop_group_gone(g->pid)) {
         if (!g->cg && g->leader_alive) proc_tree_walk(&g->tree, g->pid);
@@ -226,6 +228,12 @@ static void on_remove_tick(struct ev_loop *loop, ev_timer *w, int revents)
     settle(g);
 }
 
+/* The v2 group whose memory cgroup counts its OOM kills; NULL: the agent's. */
+static const char *oom_dir(const struct proc_group *g)
+{
+    return g->cg && g->t->cg.kind == CGROUP_V2 ? g->cg : NULL;
+}
+
 struct proc_group *proc_group_new(struct proc_table *t, int *procs_fd)
 {
     char err[ERR_LEN], path[CGROUP_PATH_MAX], name[32];
@@ -242,7 +250,10 @@ struct proc_group *proc_group_new(struct proc_table *t, int *procs_fd)
     g->next = t->groups;
     if (t->groups) t->groups->prev = g;
     t->groups = g;
-    if (t->cg.kind == CGROUP_NONE || t->cg_lost) return g;
+    if (t->cg.kind == CGROUP_NONE || t->cg_lost) {
+        g->oom_before = oom_kills(NULL);
+        return g;
+    }
     snprintf(name, sizeof name, "p%u", ++t->cg_seq);
     if ((*procs_fd = cgroup_make(&t->cg, name, path, sizeof path, err)) < 0 || !(g->cg = strdup(path))) {
         log_warn("proc: %s; this process's descendants are found through /proc", *procs_fd < 0 ? err : "out of memory");
@@ -252,6 +263,7 @@ struct proc_group *proc_group_new(struct proc_table *t, int *procs_fd)
             cgroup_remove(path);
         }
     }
+    g->oom_before = oom_kills(oom_dir(g));
     return g;
 }
 
@@ -271,6 +283,7 @@ void proc_group_started(struct proc_group *g, pid_t pid, int cgroup_errno)
 void proc_group_leader_exited(struct proc_group *g)
 {
     g->leader_alive = 0;
+    g->oom_after = oom_kills(oom_dir(g)); /* before the cgroup goes */
     if (g->armed && all_gone(g)) {
         ev_timer_stop(loop_of(g), &g->grace_w);
         g->armed = 0;
@@ -290,6 +303,11 @@ void proc_group_release(struct proc_group *g)
 }
 
 const char *proc_group_cgroup(const struct proc_group *g) { return g ? g->cg : NULL; }
+
+int proc_group_oom_killed(const struct proc_group *g, int wstatus)
+{
+    return g && oom_killed(wstatus, g->sent_kill, g->oom_before, g->oom_after);
+}
 
 void proc_group_shutdown_all(struct proc_table *t, double grace)
 {

@@ -10,7 +10,8 @@
  * freeze), the stop (TERM and SIGCONT, KILL after the grace), the KILL
  * passes until a cgroup without cgroup.kill is empty, and the cgroup's
  * removal once empty (tried at the leader's exit, then again with a backoff
- * while members are left: a `server &` runs on). A group outlives its
+ * while members are left: a `server &` runs on), and the OOM-kill count
+ * read before the spawn and at the leader's exit, before the removal. A group outlives its
  * record while something is left to do, and everything ends with the table.
  */
 #ifndef SA_PROC_GROUP_H
@@ -49,6 +50,8 @@ struct proc_group {
     int sigq[PROC_GROUP_QUEUE];
     int nsig;
     struct proc_tree tree;
+    int sent_kill;              /* the agent sent it SIGKILL (SendSignal, the stop) */
+    long long oom_before, oom_after; /* OOM kills counted before the spawn and at the leader's exit */
 };
 
 /* proc_tree.c */
@@ -81,6 +84,10 @@ void proc_group_stop(struct proc_group *g, int sig, double grace);
 void proc_group_leader_exited(struct proc_group *g);
 /* The record is dropped: the group goes now, or once nothing is left to do. */
 void proc_group_release(struct proc_group *g);
+/* 1 when the kernel's OOM killer ended the leader (its wait status
+ * wstatus; agent/core/oom.h): SIGKILL the agent did not send, and the
+ * count of its memory cgroup rose while it lived. 0 for a NULL g. */
+int proc_group_oom_killed(const struct proc_group *g, int wstatus);
 /* The cgroup directory, NULL when none (for a later "the cgroup it ran in"). */
 const char *proc_group_cgroup(const struct proc_group *g);
 

@@ -320,6 +320,7 @@ static void finish(struct proc *p)
     struct ev_loop *loop = p->t->loop;
     if (p->exec_errno) proc_status_from_exec_error(p->argv[0], p->exec_errno, &p->end);
     else proc_status_from_wait(p->status, &p->end);
+    if (!p->exec_errno && proc_group_oom_killed(p->g, p->status)) proc_status_oom(&p->end);
     p->ended = 1;
     proc_pace_release(p); /* its fds are closed: nothing is held any more */
     ev_timer_stop(loop, &p->drain);

@@ -76,6 +76,12 @@ void proc_status_from_wait(int wstatus, struct proc_end *e)
     if (e->exit_code != 0) snprintf(e->error, sizeof e->error, "%s", e->status);
 }
 
+void proc_status_oom(struct proc_end *e)
+{
+    e->oom_killed = 1;
+    snprintf(e->error, sizeof e->error, "%s (out of memory)", e->status);
+}
+
 void proc_status_from_exec_error(const char *cmd, int exec_errno, struct proc_end *e)
 {
     memset(e, 0, sizeof *e);

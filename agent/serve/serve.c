@@ -27,14 +27,17 @@ static const char serve_usage[] =
     "usage: " SA_NAME " serve\n"
     "\n"
     "Be PID 1 and serve E2B's envd API (Connect RPC with JSON over HTTP/1.1:\n"
-    "process.Process, filesystem.Filesystem, GET /health, GET /envs) so the E2B\n"
-    "SDKs drive the sandbox. SIGTERM ends every stream and exits 0.\n"
+    "process.Process, filesystem.Filesystem, /files, GET /health, GET /envs,\n"
+    "GET /metrics, POST /init) so the E2B SDKs drive the sandbox. SIGTERM ends\n"
+    "every stream and exits 0.\n"
     "\n"
     "environment:\n"
     "  " ENV_LISTEN "  HOST:PORT, [IPV6]:PORT or unix:/PATH (default\n"
     "      " DEFAULT_LISTEN_PUBLIC " with a token, " DEFAULT_LISTEN_LOCAL " without)\n"
     "  " ENV_TOKEN "   required as X-Access-Token on every request; hidden\n"
-    "      from every process the agent starts\n"
+    "      from every process the agent starts (POST /init may set or replace it)\n"
+    "  " ENV_AWAIT_TOKEN "=1  a public address without a token: only /health\n"
+    "      and /init answer until an /init sets one\n"
     "  " ENV_INSECURE "=1  allow a non-loopback address without a token\n"
     "  " ENV_MAX_CONNECTIONS "  open connections at most (default 256); at the\n"
     "      bound a new one displaces the oldest with no request past the token\n"
@@ -45,6 +48,7 @@ static const char serve_usage[] =
     "  " ENV_RETAIN_BYTES "  output kept per channel of each process (default 8 MiB)\n"
     "  " ENV_USER "  who a request naming no user runs as (default: the agent's user)\n"
     "  " ENV_GRACE "  seconds between SIGTERM and SIGKILL of the processes (default 5)\n"
+    "  " ENV_DISK_PATH "  the filesystem GET /metrics reports (default /)\n"
     "  " ENV_CGROUPS "  1: a cgroup for each process where one may be made (default),\n"
     "      0: none, v2 or v1: that kind only\n"
     "  " ENV_LOG "  debug | info | warn (default warn)\n"
@@ -131,6 +135,7 @@ int serve_main(int argc, char **argv)
         log_error("%s", err);
         r = -1;
     }
+    nonce_wipe(&st.token); /* the API holds the one copy kept (api.h) */
     if (r == 0) {
         ev_run(st.loop, 0);
         if (!st.stopping) log_error("serve: nothing left to wait for; exiting");
@@ -138,6 +143,5 @@ int serve_main(int argc, char **argv)
     api_free(&st.api);
     if (st.loop) pid1_stop(st.loop);
     free(st.nonce.value);
-    free(st.token.value);
     return r < 0 ? EXIT_USAGE : 0;
 }

@@ -146,9 +146,10 @@ static int serve_start(struct session *s, char *err)
         err_set(err, "%s", why);
         return -1;
     }
-    if (api_config_read(&cfg, side.token.value, err) < 0 ||
-        api_start(&side.api, s->loop, &cfg, side.token.value, err) < 0)
-        return -1;
+    int rc = api_config_read(&cfg, side.token.value, err) < 0 ||
+             api_start(&side.api, s->loop, &cfg, side.token.value, err) < 0 ? -1 : 0;
+    nonce_wipe(&side.token); /* the API holds the one copy kept (api.h) */
+    if (rc < 0) return -1;
     side.on = 1;
     return 0;
 }

@@ -208,9 +208,13 @@ static int result_line(struct buf *b, const struct exec_cmd *c)
     if (buf_printf(b, ", \"timed_out\": %s, \"stdout\": ", json_bool(c->timed_out)) < 0) return -1;
     if (ring_json(b, &c->out.ring) < 0 || buf_puts(b, ", \"stderr\": ") < 0) return -1;
     if (ring_json(b, &c->err.ring) < 0) return -1;
-    return buf_printf(b, ", \"stdout_truncated\": %s, \"stderr_truncated\": %s, \"duration_ms\": %lld}\n",
-                      json_bool(ring_truncated(&c->out.ring)), json_bool(ring_truncated(&c->err.ring)),
-                      exec_cmd_duration_ms(c));
+    if (buf_printf(b, ", \"stdout_truncated\": %s, \"stderr_truncated\": %s, \"duration_ms\": %lld",
+                   json_bool(ring_truncated(&c->out.ring)), json_bool(ring_truncated(&c->err.ring)),
+                   exec_cmd_duration_ms(c)) < 0)
+        return -1;
+    /* Only when true, last: every other line stays as it was. */
+    if (exec_cmd_oom_killed(c) && buf_puts(b, ", \"oom_killed\": true") < 0) return -1;
+    return buf_puts(b, "}\n");
 }
 
 int exec_cli_report(const struct exec_cmd *c)

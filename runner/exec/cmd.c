@@ -4,6 +4,7 @@
 #include "runner/exec/cmd.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
+#include "agent/core/oom.h"
 #include "agent/core/protocol.h"
 
 #include <signal.h>
@@ -56,6 +57,7 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
     struct exec_cmd *c = ctx;
     c->exited = 1;
     c->status = status;
+    c->oom_after = oom_kills(NULL);
     clock_gettime(CLOCK_MONOTONIC, &c->end);
     /* Everything it wrote before exiting is in the pipes now. Read exactly
      * that: a background writer must not keep us here. */
@@ -99,6 +101,7 @@ int exec_cmd_start(struct ev_loop *loop, struct exec_cmd *c, const struct exec_s
                             .stdout_fd = c->out.wfd, .stderr_fd = c->err.wfd, .cwd = spec->cwd};
     int exec_errno;
     char serr[ERR_LEN];
+    c->oom_before = oom_kills(NULL);
     clock_gettime(CLOCK_MONOTONIC, &c->start);
     c->pid = spawn_child(&so, &exec_errno, serr);
     if (c->pid < 0) {
@@ -117,6 +120,11 @@ void exec_cmd_signal(struct exec_cmd *c, int sig)
 {
     /* Whoever stops us stops the command. */
     if (c->pid > 0) stop_send(c->pid, sig, 1);
+}
+
+int exec_cmd_oom_killed(const struct exec_cmd *c)
+{
+    return oom_killed(c->status, c->stop.killed, c->oom_before, c->oom_after);
 }
 
 long long exec_cmd_duration_ms(const struct exec_cmd *c)

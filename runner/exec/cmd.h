@@ -32,6 +32,7 @@ struct exec_cmd {
     pid_t pid;
     int exited, status; /* status: as waitpid reports it */
     int timed_out;
+    long long oom_before, oom_after; /* OOM kills counted at the start and the exit (agent/core/oom.h) */
     double kill_after;
     struct timespec start, end;
     struct exec_stream out, err;
@@ -48,6 +49,8 @@ void exec_cmd_init(struct exec_cmd *c, const struct exec_spec *spec);
 int exec_cmd_start(struct ev_loop *loop, struct exec_cmd *c, const struct exec_spec *spec, char *err);
 /* Pass a signal the agent caught on to the command's group. */
 void exec_cmd_signal(struct exec_cmd *c, int sig);
+/* 1 when the kernel's OOM killer ended the command (oom.h). */
+int exec_cmd_oom_killed(const struct exec_cmd *c);
 /* Milliseconds from the start to the exit, >= 0. */
 long long exec_cmd_duration_ms(const struct exec_cmd *c);
 /* Stop the timers, close the pipes, free the rings. */

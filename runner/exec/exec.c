@@ -15,6 +15,7 @@
 #include "agent/core/err.h"
 #include "agent/core/io.h"
 #include "agent/core/log.h"
+#include "agent/core/oom.h"
 #include "agent/core/pid1.h"
 #include "agent/core/sig.h"
 #include "agent/core/spawn.h"
@@ -53,6 +54,7 @@ static int exec_start(struct exec_run *r, struct exec_opts *o)
      * zombie left in its group after a timeout (whose reaper, PID 1, may
      * never reap) cannot hold the call until --kill-after. */
     pid1_subreaper();
+    oom_protect(); /* a command that exhausts memory must not take the result with it */
     /* Before the spawn: a stop signal that arrives the moment the command
      * runs must be passed on, not kill us with the default action. */
     if (sig_catch(r->loop, (int[]){SIGTERM, SIGINT, SIGHUP, 0}, on_signal, &r->cmd, err) < 0 ||

@@ -24,6 +24,7 @@
 #include "agent/core/io.h"
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
+#include "agent/core/oom.h"
 #include "agent/core/outlet.h"
 #include "agent/core/pid1.h"
 #include "agent/core/protocol.h"
@@ -76,6 +77,8 @@ struct run_state {
     int exec_errno;
     int exited;
     int status;
+    long long oom_before, oom_after; /* OOM kills counted at the start and the exit */
+    int sent_kill;       /* a signal rewritten to SIGKILL went to the job */
     struct stop stop;
     struct reaper_watch rw;
     int relaying;        /* the job's stdout comes through the relay */
@@ -126,6 +129,7 @@ static void on_signal(struct ev_loop *loop, int sig, void *ctx)
         return;
     }
     if ((sig == SIGTERM || sig == SIGINT) && st->serving) api_stop(&st->api, NULL, NULL);
+    if (out == SIGKILL) st->sent_kill = 1;
     if (sig == SIGCONT) jobctl_continued(&st->jc);
     if (sig == SIGTERM || sig == SIGINT)
         stop_begin(loop, &st->stop, st->child, out, st->cfg.to_group, st->cfg.grace);
@@ -145,6 +149,7 @@ static void on_child_exit(struct ev_loop *loop, pid_t pid, int status, void *ctx
     if (WIFCONTINUED(status)) return;
     st->exited = 1;
     st->status = status;
+    st->oom_after = oom_kills(NULL); /* before anything else can die */
     stop_cancel(loop, &st->stop);
     ev_break(loop, EVBREAK_ALL);
 }
@@ -161,8 +166,10 @@ static int run_serve_start(struct run_state *st)
         log_error("%s", why);
         return -1;
     }
-    if (api_config_read(&cfg, st->token.value, err) < 0 ||
-        api_start(&st->api, st->loop, &cfg, st->token.value, err) < 0) {
+    int rc = api_config_read(&cfg, st->token.value, err) < 0 ||
+             api_start(&st->api, st->loop, &cfg, st->token.value, err) < 0 ? -1 : 0;
+    nonce_wipe(&st->token); /* the API holds the one copy kept (api.h) */
+    if (rc < 0) {
         log_error("%s", err);
         return -1;
     }
@@ -316,6 +323,7 @@ static int run_start(struct run_state *st)
     struct spawn_opts so = {.argv = st->cmd, .new_pgrp = 1, .new_session = own_session,
                             .tty_fd = tty_fd, .stdin_fd = -1,
                             .stdout_fd = out_fd, .stderr_fd = errpipe_child_fd(&st->err), .cwd = NULL};
+    st->oom_before = oom_kills(NULL);
     st->child = spawn_child(&so, &st->exec_errno, err);
     if (out_fd >= 0) close(out_fd);
     errpipe_close_write(&st->err);
@@ -412,7 +420,10 @@ static void run_report(struct run_state *st, int exit_code, struct nonce *nonce)
     struct job_result res;
     result_read(st->result_path, st->result_max, &res);
     if (res.error[0]) log_warn("%s: %s", st->result_path, res.error);
-    struct job_outcome o = {exit_code, res.raw, res.len, res.error, nonce->value, nonce->len};
+    int oom = !st->exec_errno && oom_killed(st->status, st->stop.killed || st->sent_kill, st->oom_before,
+                                            st->oom_after);
+    if (oom) log_warn("the job was killed by the kernel's OOM killer (out of memory)");
+    struct job_outcome o = {exit_code, res.raw, res.len, res.error, nonce->value, nonce->len, oom};
     report_sentinel(st, &o);
 
     const char *hook = getenv(ENV_WEBHOOK);

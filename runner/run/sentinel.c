@@ -27,6 +27,11 @@ int sentinel_json(struct buf *b, const struct job_outcome *o, const char *job_id
     r |= buf_puts(b, ", ");
     r |= jsonw_key(b, "nonce");
     r |= jsonw_str(b, o->nonce, o->nonce_len, JSONW_SURROGATEESCAPE);
+    if (o->oom_killed) { /* only when true, right after the nonce (README) */
+        r |= buf_puts(b, ", ");
+        r |= jsonw_key(b, "oom_killed");
+        r |= buf_puts(b, "true");
+    }
     if (o->result_error && o->result_error[0]) {
         r |= buf_puts(b, ", ");
         r |= jsonw_key(b, "result_error");

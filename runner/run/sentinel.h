@@ -1,7 +1,8 @@
 /*
  * sentinel.h - the job outcome as the protocol prints it: the core JSON object
- * {"status", "exit_code", "result", "nonce"} (plus "result_error" when a result
- * file was refused, plus "job_id" for the webhook) and the sentinel line
+ * {"status", "exit_code", "result", "nonce"} (then "oom_killed": true when
+ * the kernel's OOM killer ended the job, "result_error" when a result file
+ * was refused, and "job_id" for the webhook) and the sentinel line
  * __SANDBOX_RESULT__<base64(core)>.
  */
 #ifndef SA_RUNNER_RUN_SENTINEL_H
@@ -18,6 +19,7 @@ struct job_outcome {
     const char *result_error; /* NULL or "" when none */
     const char *nonce;
     size_t nonce_len;
+    int oom_killed;           /* the kernel's OOM killer ended the job: "oom_killed": true */
 };
 
 /* The core object; job_id != NULL adds "job_id" (the webhook payload). */

@@ -19,12 +19,12 @@
 #
 # The podman flags are chosen once, by tests/container/podenv.sh: a store of
 # this run's own (WORKDIR/store), overlay or, inside a container, vfs; runc;
-# cgroupfs; rlimits. They are written one per line, for tests/container/podlib.py:
+# cgroupfs; rlimits. They are written one per line, for tests/lib/podlib.py:
 #
 #   WORKDIR/podman.args   global flags of every podman call
 #   WORKDIR/limits.args   --ulimit flags of every build and run
 #
-# Removing the store is the caller's job (tests/container/podlib.py does, even
+# Removing the store is the caller's job (tests/lib/podlib.py does, even
 # when a test fails). Every step is timed on stderr. Any failure exits non-zero
 # with the failing step and, where it can tell, the reason named: the
 # container tests must fail, not skip, when podman cannot run here.

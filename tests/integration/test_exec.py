@@ -1,4 +1,4 @@
-"""`sandbox-agent exec`: PROTOCOL section 5, as a sandbox backend's
+"""`sandbox-agent exec`: README "sandbox-agent exec", as a sandbox backend's
 run_command drives it: argv in, one `__SBX_EXEC__{json}` line out."""
 import json
 import os

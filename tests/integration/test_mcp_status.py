@@ -1,4 +1,4 @@
-"""`sandbox-agent mcp-status`: PROTOCOL section 6. The expected output is
+"""`sandbox-agent mcp-status`: README "sandbox-agent mcp-status". The expected output is
 computed by `reference()` below, an independent statement of the SDK's
 fail-soft reading rules, and compared byte for byte with what the agent
 prints (json.dumps formatting)."""

@@ -1,4 +1,4 @@
-"""`sandbox-agent run`: PROTOCOL section 1, driven as the host SDK and a
+"""`sandbox-agent run`: README "sandbox-agent run", driven as the host SDK and a
 container runtime drive it. Most tests run twice: as PID 1 of a fresh PID
 namespace and as an ordinary child (where the agent is a subreaper)."""
 import base64

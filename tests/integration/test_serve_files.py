@@ -233,6 +233,121 @@ def test_download_refuses_fifo_device_and_proc(fs, tmp_path):
         assert st == 400, (p, st, body)
 
 
+def raw_get(fs, path, encoding=b"identity"):
+    """A GET /files on a socket of its own, read by hand: (socket, head
+    bytes, Content-Length or None, what of the body came with the head)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    s.connect(fs.path)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nAccept-Encoding: %s\r\n\r\n" % (fs.query(path).encode(), encoding))
+    got = b""
+    while b"\r\n\r\n" not in got:
+        piece = s.recv(65536)
+        assert piece, got
+        got += piece
+    head, rest = got.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    lengths = [ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+    return s, head, int(lengths[0].split(b":")[1]) if lengths else None, rest
+
+
+def read_to_end(s, have):
+    """What the peer sends until it closes."""
+    while True:
+        piece = s.recv(1 << 20)
+        if not piece:
+            return have
+        have += piece
+
+
+@pytest.mark.parametrize("where", ["shm", "disk"])
+def test_a_download_of_a_file_that_shrinks_ends_early_and_never_hangs(fs, tmp_path, where):
+    # The agent sends from the file itself (sendfile): a file cut short
+    # meanwhile cannot fill the Content-Length already sent, so the
+    # connection ends, at once, with fewer bytes (never a wait for bytes
+    # that will not come).
+    d = tempfile.mkdtemp(dir="/dev/shm") if where == "shm" else str(tmp_path)
+    try:
+        f = os.path.join(d, "shrinks")
+        with open(f, "wb") as out:
+            out.write(os.urandom(1 << 20) * 64)
+        s, _, length, body = raw_get(fs, f)
+        assert length == 64 << 20
+        body += s.recv(1 << 20)
+        os.truncate(f, 1 << 20)
+        body = read_to_end(s, body)
+        assert 0 < len(body) < length
+        s.close()
+    finally:
+        if where == "shm":
+            shutil.rmtree(d)
+
+
+def test_a_download_of_a_file_that_grows_sends_the_length_it_had(fs, tmp_path):
+    f = tmp_path / "grows"
+    data = os.urandom(8 << 20)
+    f.write_bytes(data)
+    s, _, length, body = raw_get(fs, str(f))
+    assert length == len(data)
+    with open(f, "ab") as out:
+        out.write(b"x" * (8 << 20))
+    while len(body) < length:
+        piece = s.recv(1 << 20)
+        assert piece, len(body)
+        body += piece
+    assert body == data  # exactly its length: the connection goes on
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 204")
+    s.close()
+
+
+def test_a_download_not_in_the_page_cache_is_read_ahead_not_waited_for(fs, tmp_path):
+    # On a disk filesystem the agent sends only what the page cache holds;
+    # the rest is read ahead and waited for by a timer, never in a read of
+    # the loop's. The bytes are the file's all the same.
+    f = tmp_path / "cold"
+    data = os.urandom(1 << 20) * 24
+    with open(f, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+        os.posix_fadvise(out.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    st, h, body = fs.get_file(str(f))
+    assert st == 200 and int(h["Content-Length"]) == len(data) and body == data
+
+
+def test_a_gzip_download_whose_helper_is_killed_is_cut_short(serve, tmp_path):
+    # The helper deflates; the stream is ended (its last chunk sent) only
+    # when the helper ended well, never a whole-looking gzip of part of
+    # the file.
+    a = serve()
+    f = tmp_path / "words.txt"
+    f.write_bytes(b"".join(b"%d word %x\n" % (i, i * 7919) for i in range(3000000)))
+    s, head, length, body = raw_get(a.client, str(f), b"gzip")
+    try:
+        assert b"Content-Encoding: gzip" in head and length is None
+        helpers = children(a.proc.pid)
+        assert len(helpers) == 1, helpers  # it waits for the client to read
+        os.kill(helpers[0], signal.SIGKILL)
+        body = read_to_end(s, body)
+        assert not body.endswith(b"0\r\n\r\n"), body[-64:]
+        st, _, whole = a.client.get_file(str(f), gzip=True)
+        assert st == 200 and gzip.decompress(whole) == f.read_bytes()
+    finally:
+        s.close()
+
+
+def test_a_download_as_another_user_is_theirs_to_read(fs, pub):
+    f = os.path.join(pub, "readable")
+    with open(f, "wb") as out:
+        out.write(b"r" * 100000)
+    os.chmod(f, 0o644)
+    st, h, body = fs.get_file(f, user="nobody")
+    assert st == 200 and body == b"r" * 100000
+    os.chmod(f, 0o600)
+    assert fs.get_file(f, user="nobody")[0] == 403
+
+
 def test_download_gzip(fs, tmp_path):
     data = b"".join(b"line %d\n" % i for i in range(50000))
     (tmp_path / "g").write_bytes(data)

@@ -2,9 +2,13 @@
 serve": what a process started goes with it), found on its own, never
 through the agent: whether a root process may make a cgroup under its own
 (v2, or a v1 freezer or pids hierarchy), and where the group a
-/proc/PID/cgroup line names lives as a directory.
+/proc/PID/cgroup line names lives as a directory; and cgroups the tests
+make for themselves with a memory limit or a CPU quota (MemoryCgroup,
+CpuCgroup).
 """
 import os
+import signal
+import time
 
 AGENT_DIR = "sandbox-agent-"  # the agent's directory under its own group
 
@@ -80,3 +84,136 @@ def agent_group(cgroup_text):
         if "/" + AGENT_DIR in line:
             return line, dir_of(line)
     return None
+
+
+# ---- cgroups of the test's own (test_oom.py, test_serve_ops.py) -------------------
+
+class TestCgroup:
+    """A cgroup made under the test's own group, v2 where the test's v2
+    group offers the controller, else the v1 hierarchy of CONTROLLER, with
+    the limit _limit writes. `wrap` is the argv prefix that puts only the
+    process it execs (the agent) in it: its children inherit it. `why` says
+    why none can be made (skip with it); close() kills what is left in it
+    (bounded) and removes it."""
+
+    seq = 0
+    CONTROLLER = None
+    V2_FILE = None
+
+    def __init__(self):
+        self.dir, self.kind, self.why = None, None, None
+        if os.geteuid() != 0:
+            self.why = "not root: no cgroup may be made"
+            return
+        reasons = []
+        for kind in ("v2", self.CONTROLLER):
+            try:
+                self._make(kind)
+                return
+            except OSError as e:
+                reasons.append("%s: %s" % (kind, e))
+                self._remove()
+                self.dir = None
+        self.why = "no %s cgroup can be made here: %s" % (self.CONTROLLER, "; ".join(reasons))
+
+    def _make(self, kind):
+        line = _own_line(kind)
+        own = dir_of(line) if line else None
+        if own is None:
+            raise OSError("no such hierarchy reaches our group")
+        TestCgroup.seq += 1
+        self.dir = os.path.join(own, "sa-test-%s-%d-%d" % (self.CONTROLLER, os.getpid(), TestCgroup.seq))
+        os.mkdir(self.dir)
+        self.kind = kind
+        if kind == "v2" and not os.path.exists(os.path.join(self.dir, self.V2_FILE)):
+            raise OSError("the %s controller is not enabled below %s" % (self.CONTROLLER, own))
+        self._limit(kind)
+
+    def _write(self, name, value):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write("%s\n" % value)
+
+    def _has(self, name):
+        return os.path.exists(os.path.join(self.dir, name))
+
+    @property
+    def wrap(self):
+        """argv before the agent's: sh joins the group (0: itself), then execs it."""
+        return ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', os.path.join(self.dir, "cgroup.procs")]
+
+    def members(self):
+        try:
+            with open(os.path.join(self.dir, "cgroup.procs")) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def _remove(self):
+        if self.dir and os.path.isdir(self.dir):
+            try:
+                os.rmdir(self.dir)
+            except OSError:
+                pass
+
+    def close(self, timeout=10):
+        """Kill what is left in it (only ever the test's own processes),
+        wait until it is empty (bounded), remove it."""
+        if not self.dir:
+            return
+        end = time.monotonic() + timeout
+        while self.members() and time.monotonic() < end:
+            for pid in self.members():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)  # the killed leave the group; bounded by timeout
+        self._remove()
+        assert not os.path.isdir(self.dir), "cgroup %s could not be removed" % self.dir
+
+
+class MemoryCgroup(TestCgroup):
+    """A memory cgroup of `limit` bytes and no swap."""
+
+    CONTROLLER, V2_FILE = "memory", "memory.max"
+
+    def __init__(self, limit):
+        self.limit = limit
+        super().__init__()
+
+    def _limit(self, kind):
+        if kind == "v2":
+            self._write("memory.max", self.limit)
+            if self._has("memory.swap.max"):
+                self._write("memory.swap.max", 0)
+        else:
+            self._write("memory.limit_in_bytes", self.limit)
+            if self._has("memory.memsw.limit_in_bytes"):
+                self._write("memory.memsw.limit_in_bytes", self.limit)
+
+    def oom_kills(self):
+        """The group's OOM-kill count as the kernel keeps it."""
+        name = "memory.events" if self.kind == "v2" else "memory.oom_control"
+        with open(os.path.join(self.dir, name)) as f:
+            for line in f:
+                k, v = line.split()
+                if k == "oom_kill":
+                    return int(v)
+        raise AssertionError("no oom_kill in " + name)
+
+
+class CpuCgroup(TestCgroup):
+    """A CPU cgroup with a quota of `quota` microseconds per `period`."""
+
+    CONTROLLER, V2_FILE = "cpu", "cpu.max"
+
+    def __init__(self, quota, period):
+        self.quota, self.period = quota, period
+        super().__init__()
+
+    def _limit(self, kind):
+        if kind == "v2":
+            self._write("cpu.max", "%d %d" % (self.quota, self.period))
+        else:
+            self._write("cpu.cfs_period_us", self.period)
+            self._write("cpu.cfs_quota_us", self.quota)

@@ -1,5 +1,5 @@
 """What the `serve` bench modules share: one agent on a free loopback port,
-the raw Connect client (tests/sdk/connectc.py), and the "not served" row for
+the raw Connect client (tests/lib/connectc.py), and the "not served" row for
 an RPC the binary under test does not implement yet."""
 import os
 import signal

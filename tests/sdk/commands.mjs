@@ -178,7 +178,7 @@ run({
   },
 
   async client() {
-    // Who the SDK itself runs as (tests/sdk/sdklib.py).
+    // Who the SDK itself runs as (tests/lib/sdklib.py).
     const fs = await import('node:fs')
     return { uid: process.getuid(), home: process.env.HOME, homeEntries: fs.readdirSync(process.env.HOME) }
   },

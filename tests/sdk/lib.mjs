@@ -13,7 +13,7 @@ import { createRequire } from 'node:module'
 import { pathToFileURL } from 'node:url'
 import path from 'node:path'
 
-// A hang guard, not a budget (tests/sdk/sdklib.py sets it): every wait below
+// A hang guard, not a budget (tests/lib/sdklib.py sets it): every wait below
 // is for something the agent does, and a scenario ends as soon as it has it.
 const TIMEOUT_MS = Number(process.env.SANDBOX_AGENT_SDK_TIMEOUT_MS || 150000)
 const WAIT_MS = 60000

@@ -2,7 +2,9 @@
  * test_asuser_job.c - helper processes (agent/api/asuser_job.c): a collected frame,
  * a helper that dies without one or says too much, the raw pipe, the fds a
  * helper keeps (and those it must not), detach and cancel, and (as root)
- * acting as another user.
+ * acting as another user; frames read straight into their buffer at and
+ * past the bound; an fd passed back on the socket; an exit callback that
+ * cancels its own job.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,6 +82,45 @@ static int reply_big(void *arg)
     return asuser_job_reply(0, big, sizeof big) < 0;
 }
 
+/* A frame of *(size_t *)arg bytes of 'x'. */
+static int reply_n(void *arg)
+{
+    size_t n = *(size_t *)arg;
+    char *p = malloc(n);
+    memset(p, 'x', n);
+    return asuser_job_reply(0, p, n) < 0;
+}
+
+static size_t got_n;
+static void on_done_n(void *ctx, int32_t status, const char *data, size_t n)
+{
+    r.done = 1;
+    r.status = status;
+    got_n = n;
+    for (size_t i = 0; status == 0 && i < n; i++)
+        if (data[i] != 'x') fail_msg("byte %zu of the frame is not ours", i);
+}
+
+/* A frame read straight into its buffer: exactly the bound, one past it,
+ * and megabytes (many reads). */
+static void test_collect_bounds(void **s)
+{
+    (void)s;
+    size_t sizes[] = {1000, 1001, 65535, 65536, 65537, 3u << 20};
+    size_t max[] = {1000, 1000, 65536, 65536, 65536, 4u << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        asuser_job_collect(start(reply_n, &sizes[i], NULL, -1), max[i], on_done_n, NULL);
+        run_until(&r.done);
+        if (sizes[i] <= max[i]) {
+            assert_int_equal(r.status, 0);
+            assert_int_equal(got_n, sizes[i]);
+        } else {
+            assert_int_equal(r.status, ASUSER_JOB_FAILED);
+        }
+        run_until_idle();
+    }
+}
+
 static void test_collect(void **s)
 {
     (void)s;
@@ -144,6 +185,58 @@ static void test_raw(void **s)
     run_until_idle();
 }
 
+/* An fd (the read end of a pipe holding "via fd"), with its frame. */
+static int reply_with_fd(void *arg)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0 || write(p[1], "via fd", 6) != 6) return 1;
+    close(p[1]);
+    return asuser_job_reply_fd(0, "12345678", 8, p[0]) < 0;
+}
+
+static int done_flag;
+static struct asuser_job *cancel_me;
+static void cancel_on_exit(void *ctx, int wstatus)
+{
+    asuser_job_cancel(cancel_me); /* frees the job inside its own callback */
+    done_flag = 1;
+}
+
+/* The socket: the frame and the fd that came with it, close-on-exec; the
+ * exit callback may cancel its job. */
+static void test_socket_fd(void **s)
+{
+    (void)s;
+    char err[ERR_LEN];
+    struct asuser_job_opts o = {.fn = reply_with_fd, .socket = 1};
+    struct asuser_job *j = asuser_job_start(loop, &o, err);
+    assert_non_null(j);
+    cancel_me = j;
+    done_flag = 0;
+    asuser_job_on_exit(j, cancel_on_exit, NULL);
+    char head[12];
+    size_t got = 0;
+    int fd = -1;
+    while (got < sizeof head) {
+        ssize_t n = asuser_job_recv(j, head + got, sizeof head - got, &fd);
+        if (n < 0 && errno == EAGAIN) {
+            ev_run(loop, EVRUN_ONCE | EVRUN_NOWAIT);
+            continue;
+        }
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+    assert_memory_equal(head, "\0\0\0\0" "12345678", 12);
+    assert_true(fd >= 0);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    char b[8];
+    assert_int_equal(read(fd, b, sizeof b), 6);
+    assert_memory_equal(b, "via fd", 6);
+    close(fd);
+    run_until(&done_flag);
+    run_until_idle();
+}
+
 static int wait_input(void *arg)
 {
     char c;
@@ -196,7 +289,8 @@ int main(void)
     loop = ev_default_loop(0);
     reaper_init(loop);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_collect), cmocka_unit_test(test_fds), cmocka_unit_test(test_raw),
+        cmocka_unit_test(test_collect), cmocka_unit_test(test_collect_bounds), cmocka_unit_test(test_fds),
+        cmocka_unit_test(test_raw), cmocka_unit_test(test_socket_fd),
         cmocka_unit_test(test_detach_and_cancel), cmocka_unit_test(test_user),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,18 @@ static void test_signal_death(void **st)
     assert_string_equal(proc_status_signal_name(SIGHUP), "hangup");
 }
 
+static void test_oom(void **st)
+{
+    (void)st;
+    struct proc_end e;
+    proc_status_from_wait(SIGNALED(SIGKILL), &e);
+    assert_int_equal(e.oom_killed, 0);
+    proc_status_oom(&e);
+    assert_int_equal(e.oom_killed, 1);
+    assert_string_equal(e.status, "signal: killed");
+    assert_string_equal(e.error, "signal: killed (out of memory)");
+}
+
 static void test_exec_error(void **st)
 {
     (void)st;
@@ -76,6 +88,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_status),
         cmocka_unit_test(test_signal_death),
+        cmocka_unit_test(test_oom),
         cmocka_unit_test(test_exec_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,6 +41,12 @@ static void test_events(void **st)
     assert_int_equal(process_event_end(&b, &k), 0);
     assert_string_equal(buf_cstr(&b), "{\"event\": {\"end\": {\"exitCode\": -1, \"exited\": false, "
                                       "\"status\": \"signal: killed\", \"error\": \"signal: killed\"}}}");
+    buf_reset(&b);
+    proc_status_oom(&k); /* the OOM killer's: said in error, and oomKilled */
+    assert_int_equal(process_event_end(&b, &k), 0);
+    assert_string_equal(buf_cstr(&b), "{\"event\": {\"end\": {\"exitCode\": -1, \"exited\": false, "
+                                      "\"status\": \"signal: killed\", \"error\": \"signal: killed (out of memory)\", "
+                                      "\"oomKilled\": true}}}");
     /* Past the bound: -1, never a partial promise. */
     struct buf small;
     buf_init(&small, 8);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,12 +64,42 @@ static int child_fds(const struct asuser_job_opts *o, int out)
     return 0;
 }
 
+static void put_status(unsigned char *head, int32_t status)
+{
+    for (int i = 0; i < 4; i++) head[i] = (unsigned char)((uint32_t)status >> (24 - 8 * i));
+}
+
 int asuser_job_reply(int32_t status, const char *data, size_t n)
 {
-    unsigned char head[4] = {(unsigned char)((uint32_t)status >> 24), (unsigned char)((uint32_t)status >> 16),
-                             (unsigned char)((uint32_t)status >> 8), (unsigned char)status};
+    unsigned char head[4];
+    put_status(head, status);
     if (io_write_all(ASUSER_JOB_OUT_FD, head, 4) < 0) return -1;
     return n ? io_write_all(ASUSER_JOB_OUT_FD, data, n) : 0;
+}
+
+int asuser_job_reply_fd(int32_t status, const char *data, size_t n, int fd)
+{
+    unsigned char head[4];
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct iovec iov[2] = {{head, 4}, {(void *)(uintptr_t)data, n}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = n ? 2 : 1, .msg_control = ctl.space,
+                       .msg_controllen = sizeof ctl.space};
+    put_status(head, status);
+    memset(&ctl, 0, sizeof ctl);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ssize_t w;
+    do w = sendmsg(ASUSER_JOB_OUT_FD, &m, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    /* A frame this small goes whole into an empty socket, or not at all. */
+    if (w >= 0 && (size_t)w != 4 + n) errno = EIO;
+    return w >= 0 && (size_t)w == 4 + n ? 0 : -1;
 }
 
 static void child_main(const struct asuser_job_opts *o, int out, pid_t parent)
@@ -129,11 +160,14 @@ static void deliver(struct asuser_job *j)
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct asuser_job *j = w->data;
-    char chunk[READ_CHUNK];
-    ssize_t r = read(j->fd, chunk, sizeof chunk);
+    /* Read straight into the frame (a listing's megabytes are not copied
+     * twice); one byte past the bound tells a frame too large. */
+    size_t left = j->out.max - j->out.len, want = left < READ_CHUNK ? left + 1 : READ_CHUNK;
+    int bad = buf_reserve(&j->out, want - 1) < 0;
+    ssize_t r = bad ? 0 : read(j->fd, j->out.data + j->out.len, want);
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    if (r > 0 && buf_append(&j->out, chunk, (size_t)r) == 0) return;
-    if (r > 0) { /* past the bound: not a frame we take */
+    if (r > 0 && (j->out.len += (size_t)r) <= j->out.max) return;
+    if (bad || r > 0) { /* past the bound, or no memory: not a frame we take */
         kill(j->pid, SIGKILL);
         buf_reset(&j->out);
     }
@@ -149,16 +183,44 @@ static void on_reaped(struct ev_loop *loop, pid_t pid, int status, void *ctx)
     j->reaped = 1;
     j->wstatus = status;
     running--;
-    if (j->exited && !j->detached) j->exited(j->ctx, status);
+    if (j->exited && !j->detached) {
+        /* It may detach (or cancel) the job, which frees it then: j is not
+         * touched after (a raw job has nothing to deliver). */
+        j->exited(j->ctx, status);
+        return;
+    }
     deliver(j);
     maybe_free(j);
+}
+
+ssize_t asuser_job_recv(struct asuser_job *j, void *p, size_t n, int *fd)
+{
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(4 * sizeof(int))];
+    } ctl;
+    struct iovec iov = {p, n};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.space, .msg_controllen = sizeof ctl.space};
+    ssize_t r = recvmsg(j->fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (r < 0) return r;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int got;
+            memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+            if (*fd < 0) *fd = got; /* the first; a helper has no business sending more */
+            else close(got);
+        }
+    }
+    return r;
 }
 
 struct asuser_job *asuser_job_start(struct ev_loop *loop, const struct asuser_job_opts *o, char *err)
 {
     int p[2];
     struct asuser_job *j = calloc(1, sizeof *j);
-    if (!j || pipe2(p, O_CLOEXEC) < 0) {
+    if (!j || (o->socket ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) : pipe2(p, O_CLOEXEC)) < 0) {
         int e = j ? errno : ENOMEM;
         free(j);
         err_set(err, "cannot start a helper process: %s", strerror(e));

@@ -15,7 +15,11 @@
  *
  * The result, in the collecting mode, is one frame: a 4-byte big-endian
  * status (the caller's meaning) and the payload up to EOF. In the raw mode
- * the caller reads the pipe itself (a download's bytes).
+ * the caller reads the pipe itself (a download's bytes). With `socket` the
+ * channel is a Unix stream socket instead, which can also carry an fd the
+ * helper opened as the user back to the agent (SCM_RIGHTS): the caller
+ * must check what it gets as it would check the path (a helper is a process
+ * of the user's, who may have taken it over).
  */
 #ifndef SA_API_ASUSER_JOB_H
 #define SA_API_ASUSER_JOB_H
@@ -46,6 +50,7 @@ struct asuser_job_opts {
     int in_fds[2];                /* fds for the child (ASUSER_JOB_IN_FD0, +1), nin of them */
     int nin;
     int deathsig;                 /* the child gets this signal if the agent dies (0: none) */
+    int socket;                   /* the result channel is a Unix stream socket (asuser_job_recv) */
 };
 
 struct asuser_job;
@@ -64,7 +69,8 @@ struct asuser_job *asuser_job_start(struct ev_loop *loop, const struct asuser_jo
 void asuser_job_collect(struct asuser_job *j, size_t max, asuser_job_done_fn done, void *ctx);
 
 /* Raw: the pipe's read end (non-blocking) for the caller to read; exit is
- * called when the helper is reaped (if not detached by then). */
+ * called when the helper is reaped (if not detached by then), and may
+ * detach or cancel the job. */
 int asuser_job_fd(const struct asuser_job *j);
 void asuser_job_on_exit(struct asuser_job *j, asuser_job_exit_fn fn, void *ctx);
 
@@ -78,6 +84,14 @@ void asuser_job_cancel(struct asuser_job *j);
 
 /* In the child (collecting mode): the frame. Returns 0, or -1 with errno. */
 int asuser_job_reply(int32_t status, const char *data, size_t n);
+/* In the child (socket): the frame's head and data in one message, with fd
+ * (SCM_RIGHTS) riding on its first byte. Returns 0, or -1 with errno. */
+int asuser_job_reply_fd(int32_t status, const char *data, size_t n, int fd);
+
+/* Raw, socket: read up to n bytes as read(2) does (non-blocking); an fd
+ * that came with them into *fd (close-on-exec; any more are closed), else
+ * *fd is left as it is. Returns what read(2) would. */
+ssize_t asuser_job_recv(struct asuser_job *j, void *p, size_t n, int *fd);
 
 /* Helpers running now (for tests and logs). */
 unsigned asuser_job_running(void);

@@ -49,10 +49,15 @@ void filesystem_entry_permissions(mode_t m, char *out);
 int filesystem_entry_time(struct buf *b, const struct timespec *ts);
 
 /* The EntryInfo object of the entry at path (absolute; path is what is
- * reported), called name (nlen bytes), whose lstat is st. Returns 0, or -1
- * past b's bound. */
+ * reported), called name (nlen bytes), whose lstat is st; meta 0 when the
+ * caller knows it has no user.e2b.* attribute (filesystem_entry_meta_probe
+ * said so: nothing to read), else 1. Returns 0, or -1 past b's bound. */
 int filesystem_entry_json(struct buf *b, const char *path, const char *name, size_t nlen,
-                 const struct stat *st, struct user_names *names);
+                 const struct stat *st, struct user_names *names, int meta);
+/* 1 when the file at `at` (a path, or a name relative to the cwd; through
+ * a symlink) has a user.e2b.* attribute, else 0 (none, or they cannot be
+ * read: what the metadata then shows is nothing either). */
+int filesystem_entry_meta_probe(const char *at);
 /* lstat path, then filesystem_entry_json with its last component as the name.
  * Returns 0, or -1 with errno (ENOMEM past b's bound). */
 int filesystem_entry_stat_json(struct buf *b, const char *path, struct user_names *names);

@@ -74,4 +74,15 @@ char *filesystem_path(struct rpc_call *call, const struct user_info *u, const ch
  * Returns the Connect code, with a message in out on failure. */
 int32_t filesystem_listdir_child(struct filesystem_op *op, struct buf *out);
 
+/* A name of a directory being listed: len bytes at off in the listing's
+ * arena of names. */
+struct filesystem_listdir_name {
+    uint32_t off, len;
+};
+/* Sort v[0..n) by name, as bytes (a prefix first), as envd's WalkDir
+ * orders a level; tmp has room for n. A stable merge sort, linear when v
+ * is in order already (tmpfs gives names in the order they were made). */
+void filesystem_listdir_sort(struct filesystem_listdir_name *v, size_t n, const char *arena,
+                             struct filesystem_listdir_name *tmp);
+
 #endif

@@ -41,6 +41,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -677,4 +678,45 @@ int conn_stream_end(struct conn *c)
     }
     finish(c);
     return 0;
+}
+
+/* ---- file bodies: sendfile(2) from a regular file -------------------------
+ * Apart from the write path above: a Content-Length stream's bytes may come
+ * straight from a file, never through the queue (the head goes first). */
+
+int conn_send_file(struct conn *c, int fd, uint64_t *off, size_t n)
+{
+    if (c->dying || !c->streaming || c->finished || c->framing != HTTPRESP_LENGTH) return -1;
+    if (outq_len(&c->out)) { /* the head, or what was written before, goes first */
+        if (conn_flush(c) < 0) return -1;
+        if (outq_len(&c->out)) {
+            c->blocked = 1; /* conn_flush watches for room */
+            return CONN_FILE_WAIT;
+        }
+    }
+    for (;;) {
+        off_t o = (off_t)*off;
+        ssize_t k = sendfile(c->fd, fd, &o, n);
+        if (k > 0) {
+            *off += (uint64_t)k;
+            c->since = ev_now(c->srv->loop);
+            if ((size_t)k == n) return CONN_FILE_MORE;
+            break; /* the socket took what it had room for */
+        }
+        if (k == 0) return CONN_FILE_END;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN) break;
+        log_debug("api: connection %u: sendfile: %s", c->id, strerror(errno));
+        conn_kill(c);
+        return -1;
+    }
+    conn_send_file_later(c);
+    return CONN_FILE_WAIT;
+}
+
+void conn_send_file_later(struct conn *c)
+{
+    if (c->dying) return;
+    c->blocked = 1;
+    ev_io_start(c->srv->loop, &c->wio);
 }

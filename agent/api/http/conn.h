@@ -97,6 +97,20 @@ int conn_write_end(struct conn *c);
 /* The stream is complete. Returns 0 or -1. */
 int conn_stream_end(struct conn *c);
 
+/* File bodies: n bytes of the regular file fd at *off into a Content-Length
+ * stream with one sendfile(2), *off advanced by what went. Returns
+ * CONN_FILE_MORE (all n went: call again), CONN_FILE_WAIT (the socket is
+ * full, or the queue is not empty yet: hooks.more runs when it has room),
+ * CONN_FILE_END (fd has nothing at *off) or -1 (the connection is going).
+ * The producer bounds what it sends per call of the loop: after a burst it
+ * calls conn_send_file_later, and hooks.more runs at the socket's next
+ * room, other connections served in between. */
+#define CONN_FILE_WAIT 0
+#define CONN_FILE_MORE 1
+#define CONN_FILE_END 2
+int conn_send_file(struct conn *c, int fd, uint64_t *off, size_t n);
+void conn_send_file_later(struct conn *c);
+
 /* Stop reading the request (its body's sink cannot take more for now),
  * and go on. While paused the body timeout does not run: the wait is ours.
  * Bytes already read are still parsed and handed to the sink. */

@@ -116,7 +116,8 @@ int listen_check(const char *text, const struct listen_addr *a, int has_token, i
         return 0;
     }
     err_set(err, ENV_LISTEN "=%.80s is not a loopback address and " ENV_TOKEN
-            " is not set: set a token, listen on 127.0.0.1, or set " ENV_INSECURE "=1", text);
+            " is not set: set a token, listen on 127.0.0.1, set " ENV_AWAIT_TOKEN
+            "=1 (POST /init sets it) or " ENV_INSECURE "=1", text);
     return -1;
 }
 

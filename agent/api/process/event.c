@@ -79,6 +79,8 @@ int process_event_end(struct buf *b, const struct proc_end *e)
     if (e->error[0] && (buf_puts(b, ", ") < 0 || jsonw_key(b, "error") < 0 ||
                         jsonw_str(b, e->error, strlen(e->error), JSONW_REPLACE) < 0))
         return -1;
+    /* Beyond envd (SDKs ignore unknown fields): only when true. */
+    if (e->oom_killed && buf_puts(b, ", \"oomKilled\": true") < 0) return -1;
     return buf_puts(b, "}}}");
 }
 

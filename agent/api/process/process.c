@@ -4,11 +4,13 @@
  */
 #include "agent/api/process/process.h"
 #include "agent/api/asuser/asuser.h"
+#include "agent/api/asuser/defaults.h"
 #include "agent/core/err.h"
 #include "agent/core/jsonw.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,13 +43,40 @@ struct proc *process_find(struct rpc_call *call, const struct process_request_se
     return NULL;
 }
 
+int process_defaults(struct process_request_start *r, char *err)
+{
+    char *const *d = asuser_defaults_env();
+    size_t nd = 0;
+    if ((!r->cwd || !*r->cwd) && asuser_defaults_workdir()) r->cwd = asuser_defaults_workdir();
+    while (d[nd]) nd++;
+    if (!nd) return 0;
+    char **envs = calloc(nd + r->nenvs + 1, sizeof *envs);
+    if (!envs) {
+        err_set(err, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < nd; i++)
+        if (!(envs[i] = strdup(d[i]))) {
+            while (i) free(envs[--i]);
+            free(envs);
+            err_set(err, "out of memory");
+            return -1;
+        }
+    memcpy(envs + nd, r->envs, r->nenvs * sizeof *envs);
+    free(r->envs);
+    r->envs = envs;
+    r->nenvs += nd;
+    return 0;
+}
+
 int process_envs_json(struct buf *b)
 {
     struct user_info u;
     enum rpc_code code;
     char err[ERR_LEN];
     if (!g.t || process_user(NULL, &u, &code, err) < 0) return -1;
-    char **env = proc_launch_env(g.t, &u, u.home, NULL);
+    const char *wd = asuser_defaults_workdir();
+    char **env = proc_launch_env(g.t, &u, wd ? wd : u.home, asuser_defaults_env());
     if (!env) return -1;
     int rc = jsonw_env(b, env);
     proc_launch_env_free(env);

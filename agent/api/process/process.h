@@ -30,6 +30,11 @@ int process_user(const char *name, struct user_info *u, enum rpc_code *code, cha
 /* The process a selector names, or NULL after failing the call (not_found). */
 struct proc *process_find(struct rpc_call *call, const struct process_request_sel *sel);
 
+/* What POST /init set for a Start that names nothing (asuser/defaults.h):
+ * its variables before r's envs (which win), its working directory when r
+ * names none. Returns 0, or -1 with err (out of memory). */
+int process_defaults(struct process_request_start *r, char *err);
+
 /* GET /envs: what a Start as the default user with no envs gets. */
 int process_envs_json(struct buf *b);
 

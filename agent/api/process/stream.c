@@ -231,7 +231,8 @@ void process_stream_start(struct rpc_call *call, const cJSON *msg)
         rpc_fail(call, RPC_UNAVAILABLE, "no process table");
         return;
     }
-    if (process_request_start(msg, &r, err) == 0 && process_user(rpc_user(call), &u, &code, err) == 0) {
+    if (process_request_start(msg, &r, err) == 0 && process_defaults(&r, err) == 0 &&
+        process_user(rpc_user(call), &u, &code, err) == 0) {
         struct proc_start s = {.argv = r.argv, .envs = r.envs, .cwd = r.cwd, .tag = r.tag,
                                .user = &u, .stdin_pipe = r.stdin_pipe, .pty = r.pty,
                                .cols = r.cols, .rows = r.rows,

@@ -4,19 +4,32 @@
  *
  * The helper opens the file as the user with the file service's checks (a
  * FIFO, a device or a /proc stream is refused, the size is the one fstat
- * saw on the opened fd) and writes to its pipe a head, then the bytes:
+ * saw on the opened fd) and answers on its socket with a head:
  *   4-byte status (0, or the HTTP status of the refusal)
- *   status 0: 8-byte size, then exactly that many bytes (fewer only if the
- *             file shrank meanwhile); else: the message
- * The loop answers from the head (Content-Length: size, or gzip chunked
- * when Accept-Encoding has gzip) and copies the pipe to the socket at the
- * socket's pace: the pipe is not read while the connection's queue is
- * full, so a slow client holds the helper, never memory.
+ *   status 0: 8-byte size; else: the message up to EOF
+ * Then, for an identity response of a file on a local filesystem (tmpfs,
+ * ext4, xfs, btrfs, overlayfs: sendfile.c), the open fd comes with the
+ * head (SCM_RIGHTS) and the agent sends the file to the socket itself with
+ * sendfile(2), a bounded burst per turn of the loop, at the socket's pace:
+ * no copy through a helper. It checks the fd it got as the helper checked
+ * the path (a regular file there; the helper is the user's process, who may
+ * have taken it over), and never waits for the disk: what is not in the
+ * page cache is read ahead and waited for (rest_sendfile_ready). Otherwise
+ * (FUSE, NFS, ...) exactly that many bytes follow the head (fewer only if
+ * the file shrank meanwhile), or with gzip the helper's deflate of them
+ * (the compression is the helper's CPU, not the loop's), and the loop
+ * copies them to the socket; the socket is not read while the
+ * connection's queue is full, so a slow client holds the helper, never
+ * memory. A file that shrinks cannot fill the Content-Length already
+ * sent: the connection ends early; one that grows is sent as long as it
+ * was. A gzip stream is ended only when its helper exited 0: one killed
+ * midway leaves the body cut short, never a whole-looking gzip of part.
  */
 #include "agent/api/rest/files.h"
 #include "agent/api/asuser/job.h"
 #include "agent/api/asuser/path.h"
 #include "agent/api/rest/gz.h"
+#include "agent/api/rest/sendfile.h"
 #include "agent/api/http/hparam.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
@@ -27,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define GET_CHUNK (64 * 1024)
@@ -35,8 +49,20 @@
  * text. The client asked for gzip (the SDK's fetch always does); it should
  * not wait for the agent's CPU. */
 #define GET_GZIP_LEVEL Z_BEST_SPEED
+/* The helper's read and its deflate's output, per call. */
+#define GZIP_IN (256 * 1024)
+#define GZIP_OUT (64 * 1024)
 #define HEAD_LEN 12
 #define MSG_MAX 1024
+/* sendfile: bytes per call, calls per turn of the loop (then the other
+ * connections' turn), what is read ahead when a chunk is not cached, and
+ * the wait for it: a poll every WAIT_SECONDS, at most WAITS_MAX times for
+ * one chunk (then sendfile reads it: a disk that slow is the disk's). */
+#define SEND_CHUNK (1024 * 1024)
+#define SEND_BURST 4
+#define READ_AHEAD (8 * 1024 * 1024)
+#define WAIT_SECONDS 0.002
+#define WAITS_MAX 250
 
 struct get {
     struct conn *c;
@@ -48,13 +74,46 @@ struct get {
     int begun;                  /* the response head is out */
     uint64_t size, sent;
     int gzip;
-    struct gz gz;
-    char in[GET_CHUNK], out[GET_CHUNK];
-    size_t in_off, in_len;      /* read from the pipe, not yet deflated */
+    int exited, exit_ok;        /* the helper was reaped; it ended well */
+    /* the file itself (sendfile), or -1: its bytes come through the helper */
+    int fd;
+    enum rest_sendfile_kind kind;
+    ev_timer wait;              /* for the page cache */
+    unsigned waits;
+    char in[GET_CHUNK];
+    size_t in_off, in_len;      /* read from the helper, not yet queued */
     int eof;
 };
 
 /* ---- the helper ------------------------------------------------------------ */
+
+/* The first f->size bytes of the file (fewer if it shrank), deflated, to
+ * the agent: the compression is the helper's CPU, not the loop's. */
+static int gzip_out(struct files_reader *f, struct gz *z)
+{
+    static char in[GZIP_IN], out[GZIP_OUT];
+    uint64_t off = 0, size = (uint64_t)f->size;
+    int last = 0;
+    while (!z->finished) {
+        ssize_t r = 0;
+        size_t want = size - off < sizeof in ? (size_t)(size - off) : sizeof in;
+        if (!last && want) {
+            do r = pread(f->fd, in, want, (off_t)off);
+            while (r < 0 && errno == EINTR);
+            if (r < 0) return -1;
+        }
+        off += (uint64_t)r;
+        last = last || r == 0 || off == size;
+        for (size_t at = 0; at < (size_t)r || (last && !z->finished);) {
+            size_t used, made;
+            if (gz_deflate(z, in + at, (size_t)r - at, &used, last, out, sizeof out, &made) < 0 ||
+                (made && io_write_all(ASUSER_JOB_OUT_FD, out, made) < 0))
+                return -1;
+            at += used;
+        }
+    }
+    return 0;
+}
 
 static int get_child(void *arg)
 {
@@ -69,6 +128,17 @@ static int get_child(void *arg)
     }
     unsigned char size[8];
     for (int i = 0; i < 8; i++) size[i] = (unsigned char)((uint64_t)f.size >> (56 - 8 * i));
+    uint64_t sz;
+    enum rest_sendfile_kind kind;
+    if (!g->gzip && rest_sendfile_servable(f.fd, &sz, &kind))
+        return asuser_job_reply_fd(0, (const char *)size, 8, f.fd) < 0;
+    if (g->gzip) {
+        struct gz z;
+        if (gz_deflate_init(&z, GET_GZIP_LEVEL) < 0) return asuser_job_reply(500, "out of memory", 13) < 0;
+        int r = asuser_job_reply(0, (const char *)size, 8) < 0 || gzip_out(&f, &z) < 0;
+        gz_end(&z);
+        return r;
+    }
     long long len;
     int eof;
     if (asuser_job_reply(0, (const char *)size, 8) < 0 ||
@@ -84,8 +154,9 @@ static void get_free(struct get *g)
     static const struct conn_hooks none;
     conn_set_hooks(g->c, &none);
     ev_io_stop(EV_DEFAULT, &g->io);
+    ev_timer_stop(EV_DEFAULT, &g->wait);
     asuser_job_cancel(g->job);
-    gz_end(&g->gz);
+    if (g->fd >= 0) close(g->fd);
     free(g->path);
     free(g);
 }
@@ -131,6 +202,17 @@ static int answer_head(struct get *g)
         return -1;
     }
     for (int i = 4; i < HEAD_LEN; i++) g->size = g->size << 8 | h[i];
+    if (g->fd >= 0) {
+        /* Sent from the file itself: what the agent checks of the fd is
+         * what it sends, and the size its own fstat sees. */
+        if (g->gzip || !rest_sendfile_servable(g->fd, &g->size, &g->kind)) {
+            rest_files_error(g->c, 500, "the helper process sent something that is not a regular file");
+            return -1;
+        }
+        ev_io_stop(EV_DEFAULT, &g->io);
+        asuser_job_cancel(g->job); /* its work is done */
+        g->job = NULL;
+    }
     g->begun = 1;
     const char *ct = content_type(g->path);
     if (g->gzip)
@@ -144,7 +226,7 @@ static int read_head(struct get *g)
 {
     int ok = g->head_len >= 4 && !memcmp(g->head, "\0\0\0\0", 4);
     size_t want = g->head_len < 4 ? 4 : ok ? HEAD_LEN : sizeof g->head;
-    ssize_t r = read(asuser_job_fd(g->job), g->head + g->head_len, want - g->head_len);
+    ssize_t r = asuser_job_recv(g->job, g->head + g->head_len, want - g->head_len, &g->fd);
     if (r < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
     g->head_len += (size_t)r;
     if (g->head_len < 4) return r == 0 ? -1 : 0;
@@ -154,34 +236,43 @@ static int read_head(struct get *g)
     return 1;
 }
 
-/* Write what was read (deflated, with gzip). Returns 1 to read on, 0 when
- * the connection is full (more follows), -1 when it is gone. */
+/* Queue what was read. Returns 1 to read on, 0 when the connection is
+ * full (more follows), -1 when it is gone. */
 static int write_some(struct get *g)
 {
-    while (g->in_off < g->in_len || (g->gzip && g->eof && !g->gz.finished)) {
-        const char *p = g->in + g->in_off;
-        size_t n = g->in_len - g->in_off, used = n, made = n;
-        if (g->gzip && gz_deflate(&g->gz, p, n, &used, g->eof, g->out, sizeof g->out, &made) < 0) return -1;
-        g->in_off += used;
-        if (!made) continue;
-        int r = conn_write(g->c, g->gzip ? g->out : p, made);
-        if (r <= 0) return r;
-    }
+    if (g->in_off == g->in_len) return 1;
+    int r = conn_write(g->c, g->in + g->in_off, g->in_len - g->in_off);
     g->in_off = g->in_len = 0;
-    return 1;
+    return r;
 }
 
 static void finish(struct get *g)
 {
     ev_io_stop(EV_DEFAULT, &g->io);
-    /* A file that shrank cannot fill the Content-Length it was sent with:
-     * the connection goes (and gone frees g). */
-    if (!g->gzip && g->sent != g->size) {
+    /* A file that shrank cannot fill the Content-Length it was sent with,
+     * and a gzip stream is whole only if its helper ended well: else the
+     * connection goes, the body cut short (gone frees g). */
+    if (g->gzip ? !g->exit_ok : g->sent != g->size) {
         conn_kill(g->c);
         return;
     }
     conn_stream_end(g->c);
     get_free(g); /* the response is complete: no hook runs any more */
+}
+
+/* At the helper's EOF: with gzip, its exit says whether the stream is whole. */
+static void ended(struct get *g)
+{
+    if (g->gzip && !g->exited) ev_io_stop(EV_DEFAULT, &g->io); /* on_helper_exit finishes */
+    else finish(g);
+}
+
+static void on_helper_exit(void *ctx, int wstatus)
+{
+    struct get *g = ctx;
+    g->exited = 1;
+    g->exit_ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+    if (g->eof && g->in_off == g->in_len) finish(g);
 }
 
 static void pump(struct get *g)
@@ -197,7 +288,7 @@ static void pump(struct get *g)
             return;
         }
         if (g->eof) {
-            finish(g);
+            ended(g);
             return;
         }
         ssize_t k = read(asuser_job_fd(g->job), g->in, sizeof g->in);
@@ -210,7 +301,45 @@ static void pump(struct get *g)
     }
 }
 
-static void on_more(struct conn *c, void *ctx) { pump(ctx); }
+/* From the file: a burst, then the others' turn. */
+static void send_file(struct get *g)
+{
+    for (int i = 0; i < SEND_BURST; i++) {
+        if (g->sent == g->size) {
+            finish(g);
+            return;
+        }
+        uint64_t left = g->size - g->sent;
+        size_t want = left < SEND_CHUNK ? (size_t)left : SEND_CHUNK;
+        if (g->waits < WAITS_MAX && !rest_sendfile_ready(g->fd, g->kind, g->sent, want, READ_AHEAD)) {
+            g->waits++;
+            ev_timer_set(&g->wait, WAIT_SECONDS, 0);
+            ev_timer_start(EV_DEFAULT, &g->wait);
+            return;
+        }
+        g->waits = 0;
+        int r = conn_send_file(g->c, g->fd, &g->sent, want);
+        if (r < 0) {
+            conn_kill(g->c); /* gone frees g */
+            return;
+        }
+        if (r == CONN_FILE_END) { /* it shrank: finish ends the connection */
+            finish(g);
+            return;
+        }
+        if (r == CONN_FILE_WAIT) return;
+    }
+    conn_send_file_later(g->c);
+}
+
+static void on_cached(struct ev_loop *loop, ev_timer *w, int revents) { send_file(w->data); }
+
+static void on_more(struct conn *c, void *ctx)
+{
+    struct get *g = ctx;
+    if (g->fd >= 0) send_file(g);
+    else pump(g);
+}
 
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -228,6 +357,8 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
         /* An error answered (complete: free now), or a head that could not be
          * queued (the connection goes: gone frees). */
         if (!g->begun) get_free(g);
+    } else if (g->fd >= 0) {
+        send_file(g);
     } else {
         pump(g);
     }
@@ -252,14 +383,18 @@ void rest_download(struct conn *c)
     }
     g->c = c;
     g->path = path.data;
+    g->fd = -1;
+    ev_init(&g->wait, on_cached);
+    g->wait.data = g;
     const char *ae = httpreq_header(conn_req(c), "Accept-Encoding");
-    g->gzip = ae && hparam_accepts(ae, "gzip") && gz_deflate_init(&g->gz, GET_GZIP_LEVEL) == 0;
-    struct asuser_job_opts o = {.user = &u, .fn = get_child, .arg = g, .deathsig = SIGKILL};
+    g->gzip = ae && hparam_accepts(ae, "gzip");
+    struct asuser_job_opts o = {.user = &u, .fn = get_child, .arg = g, .deathsig = SIGKILL, .socket = 1};
     if (!(g->job = asuser_job_start(EV_DEFAULT, &o, err))) {
         rest_files_error(c, 500, err);
         get_free(g);
         return;
     }
+    asuser_job_on_exit(g->job, on_helper_exit, g);
     ev_io_init(&g->io, on_readable, asuser_job_fd(g->job), EV_READ);
     g->io.data = g;
     ev_io_start(EV_DEFAULT, &g->io);

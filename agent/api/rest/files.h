@@ -12,6 +12,7 @@
  *   rest/files.c  the route: query and user, errors as envd writes them
  *              ({"code": 404, "message": "..."}), errno to HTTP status
  *   rest/download.c  GET: the bytes, Content-Length or gzip
+ *   rest/sendfile.c  what the loop may send from itself (sendfile(2))
  *   rest/upload.c  POST: multipart/form-data or application/octet-stream,
  *              gzip or not, streamed to the helpers
  */

@@ -116,6 +116,21 @@ static void flush_out(struct upload *up)
     up->out_off = up->out_len = 0;
 }
 
+/* A body that is the file as it is (octet-stream, no gzip) goes to the
+ * pipe straight from `in`, as much as the pipe takes in one write: no
+ * copy through `out`. Bytes are taken only once written (the sink may
+ * move `in` meanwhile). Returns 0 when the pipe is full, else 1. */
+static int write_direct(struct upload *up, struct upload_file *f)
+{
+    while (up->in_off < up->in.len && !f->broken) {
+        ssize_t w = write(f->data_fd, up->in.data + up->in_off, up->in.len - up->in_off);
+        if (w > 0) up->in_off += (size_t)w;
+        else if (w < 0 && errno == EAGAIN) return 0;
+        else if (w < 0 && errno != EINTR) f->broken = 1; /* the helper stopped: its result says why */
+    }
+    return 1;
+}
+
 static int part_begin(struct upload *up)
 {
     if (strcmp(up->mp.name, "file") != 0) { /* another form field: not a file */
@@ -232,6 +247,14 @@ static void pump(struct upload *up)
         if (f && f->ending) {
             commit(up, f);
             return;
+        }
+        if (f && !up->multipart && !up->gzip && up->in_off < up->in.len) {
+            if (!write_direct(up, f)) {
+                ev_io_start(EV_DEFAULT, &up->pipe_w);
+                conn_pause(up->c);
+                return;
+            }
+            continue;
         }
         int r = 0;
         if (up->dec_off < up->dec_len) r = stage(up, up->dec + up->dec_off, up->dec_len - up->dec_off, &up->dec_off);
