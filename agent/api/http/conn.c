@@ -161,7 +161,16 @@ void conn_kill(struct conn *c)
     c->dying = 1;
     c->srv->dying++;
     untrusted_remove(c); /* never displaced twice */
-    unsent_remove(c);
+    /* What this turn queued goes out first, as it would have been sent
+     * at once, as far as the socket takes it. */
+    if (c->unsent) {
+        unsent_remove(c);
+        size_t n;
+        const char *p;
+        ssize_t k;
+        while ((p = outq_peek(&c->out, &n)) && (k = send(c->fd, p, n, MSG_NOSIGNAL)) > 0)
+            outq_done(&c->out, (size_t)k);
+    }
     ev_io_stop(c->srv->loop, &c->rio);
     ev_io_stop(c->srv->loop, &c->wio);
     ev_timer_stop(c->srv->loop, &c->timer);
