@@ -62,28 +62,24 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 MUSL_CC     := musl-gcc
 # The hot paths for speed, the rest and the dependencies for size (the
 # binary's goal is 400 KB with everything: -Os on the cold code saves ~20 KB,
-# on the dependencies ~20 KB more). Hot: every byte of a stream, a transfer,
-# a watch event or a session reply goes through it (the copies, encoders,
-# parsers and queues), and what the benchmarks time; cold: set-up, options,
-# the process table's bookkeeping, reports.
+# on the dependencies ~20 KB more). Hot: every byte of a serve stream or
+# transfer goes through it (the copies, encoders, parsers and queues), and
+# what the serve benchmarks time; cold: set-up, options, the process table's
+# bookkeeping, reports, and the CLI modes (watch, session, fs), whose cost
+# per event is the kernel's (their bench rows stay far ahead at -Os).
 MUSL_OPT    ?= -O2
 MUSL_COLD_OPT ?= -Os
 MUSL_DEP_OPT ?= -Os
 HOT_SRC := agent/core/b64.c agent/core/buf.c agent/core/ring.c agent/core/relay.c \
-            agent/core/outlet.c agent/core/jsonw.c agent/core/utf8.c agent/core/lsplit.c \
-            agent/core/io.c agent/core/jsoncheck.c agent/core/jsonbytes.c agent/core/hash.c \
+            agent/core/outlet.c agent/core/jsonw.c agent/core/utf8.c \
+            agent/core/io.c agent/core/jsonbytes.c agent/core/hash.c \
             agent/api/http/conn.c agent/api/http/outq.c agent/api/http/httpreq.c \
             agent/api/http/server.c agent/api/connect/connect.c agent/api/connect/rpc.c \
             agent/api/process/stream.c agent/api/process/event.c agent/proc/io.c agent/proc/pace.c \
             agent/api/rest/download.c agent/api/rest/sendfile.c agent/api/rest/upload.c agent/api/rest/upload_file.c \
             agent/api/rest/gz.c agent/api/rest/multipart.c agent/api/filesystem/listdir.c \
             agent/api/filesystem/entry.c agent/api/filesystem/watch.c agent/files/read.c \
-            agent/files/write.c agent/files/list.c agent/files/copy.c inotify/tree/tree.c \
-            inotify/tree/model.c inotify/tree/event.c inotify/tree/watch.c inotify/tree/list.c \
-            inotify/tree/probe.c inotify/tree/mark.c agent/session/intake.c agent/session/pump.c \
-            agent/session/output.c agent/session/mailbox.c agent/session/msgline.c \
-            agent/session/requests.c agent/session/seen.c agent/fs/fsout.c agent/fs/fsrun.c \
-            inotify/watch/wline.c inotify/watch/watch.c
+            agent/files/write.c agent/files/list.c agent/files/copy.c
 # (libb64 among the dependencies: only its decoder is used, for input; the
 # encoder on serve's hot path is agent/core/b64.c's own.)
 # ... and so is deflate, for a GET /files with gzip: deflate.c and trees.c

@@ -97,6 +97,8 @@ void oom_protect(void)
     log_debug(SCORE_ADJ " set to " SCORE_MIN "; children get %s", child_adj);
 }
 
+int oom_protected(void) { return child_adj_len != 0; }
+
 void oom_child_reset(void)
 {
     if (!child_adj_len) return;

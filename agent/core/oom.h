@@ -43,4 +43,9 @@ void oom_protect(void);
  * when the agent is not protected. */
 void oom_child_reset(void);
 
+/* 1 when oom_protect lowered the agent's score, so that every child must
+ * write it back (oom_child_reset) from a child the kernel does not count
+ * as sharing the agent's memory: a vfork child. */
+int oom_protected(void);
+
 #endif

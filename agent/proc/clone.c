@@ -21,11 +21,14 @@
  * close, exit releases it before the fds close. Its signals are blocked
  * from the clone until its dispositions are the workload's (sig.h).
  *
- * The raw system call is written for x86-64; elsewhere spawn_child does the
+ * The raw system call is written for x86-64; elsewhere, and where the
+ * agent lowered its OOM score (oom.h: a child sharing its memory cannot
+ * raise its own back without raising the agent's), spawn_child does the
  * work, waiting, and the report is complete at once.
  */
 #include "agent/proc/clone.h"
 #include "agent/core/err.h"
+#include "agent/core/oom.h"
 #include "agent/core/protocol.h"
 #include "agent/core/sig.h"
 
@@ -44,7 +47,8 @@
 extern char **environ;
 
 struct proc_clone {
-    int fd;           /* the report's read end; -1 once complete */
+    int fd;           /* the report's read end (closed by proc_clone_free); -1: none */
+    int done;         /* the report is complete */
     int exec_errno, cgroup_errno;
     char *stack;      /* the child's (guard page first); NULL once given back */
     struct child *c;  /* its block */
@@ -248,7 +252,7 @@ fail:
 
 /* ---- the agent's side ---- */
 
-pid_t proc_clone_start(const struct spawn_opts *o, struct proc_clone **out, char *err)
+static pid_t start_now(const struct spawn_opts *o, struct proc_clone **out, char *err)
 {
     int pfd[2];
     sig_kset old;
@@ -290,38 +294,19 @@ pid_t proc_clone_start(const struct spawn_opts *o, struct proc_clone **out, char
 /* The child has left the agent's memory: its block and stack are free. */
 static void complete(struct proc_clone *k)
 {
-    close(k->fd);
-    k->fd = -1;
+    k->done = 1;
     stack_put(k->stack);
     k->stack = NULL;
     free(k->c);
     k->c = NULL;
 }
 
-int proc_clone_poll(struct proc_clone *k, int *exec_errno, int *cgroup_errno)
-{
-    while (k->fd >= 0) {
-        int e[2];
-        ssize_t r = read(k->fd, e, sizeof e);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && errno == EAGAIN) return 0;
-        if (r <= 0) { /* EOF: past its exec, or gone */
-            complete(k);
-            break;
-        }
-        for (ssize_t i = 0; i < r / (ssize_t)sizeof e[0]; i++) {
-            if (e[i] < 0) k->cgroup_errno = -e[i];
-            else if (e[i] > 0) k->exec_errno = e[i];
-        }
-    }
-    *exec_errno = k->exec_errno;
-    *cgroup_errno = k->cgroup_errno;
-    return 1;
-}
 
-#else /* no raw system call here: spawn_child, which waits */
+#endif
 
-pid_t proc_clone_start(const struct spawn_opts *o, struct proc_clone **out, char *err)
+/* spawn_child, which waits until the child has exec'd: the report is
+ * complete at once. */
+static pid_t start_waiting(const struct spawn_opts *o, struct proc_clone **out, char *err)
 {
     struct proc_clone *k = calloc(1, sizeof *k);
     *out = NULL;
@@ -340,18 +325,50 @@ pid_t proc_clone_start(const struct spawn_opts *o, struct proc_clone **out, char
         return -1;
     }
     k->fd = -1;
+    k->done = 1;
     *out = k;
     return pid;
 }
 
+pid_t proc_clone_start(const struct spawn_opts *o, struct proc_clone **out, char *err)
+{
+#if defined(__x86_64__)
+    /* A child that shares the agent's memory cannot write its own
+     * oom_score_adj back: the kernel would set the agent's with it (every
+     * process of a shared mm gets the same, except a vfork child). */
+    if (!oom_protected()) return start_now(o, out, err);
+#endif
+    return start_waiting(o, out, err);
+}
+
 int proc_clone_poll(struct proc_clone *k, int *exec_errno, int *cgroup_errno)
 {
+#if defined(__x86_64__)
+    while (!k->done) {
+        int e[2];
+        ssize_t r = read(k->fd, e, sizeof e);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EAGAIN) return 0;
+        if (r == 0) { /* EOF: past its exec, or gone */
+            complete(k);
+            break;
+        }
+        if (r < 0) { /* cannot happen; the child may still be in our memory */
+            k->done = 1;
+            k->stack = NULL; /* left to it */
+            k->c = NULL;
+            break;
+        }
+        for (ssize_t i = 0; i < r / (ssize_t)sizeof e[0]; i++) {
+            if (e[i] < 0) k->cgroup_errno = -e[i];
+            else if (e[i] > 0) k->exec_errno = e[i];
+        }
+    }
+#endif
     *exec_errno = k->exec_errno;
     *cgroup_errno = k->cgroup_errno;
     return 1;
 }
-
-#endif
 
 int proc_clone_fd(const struct proc_clone *k) { return k->fd; }
 

@@ -274,10 +274,19 @@ void proc_group_started(struct proc_group *g, pid_t pid, int cgroup_errno)
     if (!cgroup_errno || !g->cg) return;
     log_warn("proc: process %d cannot join its cgroup %s: %s; no more cgroups: descendants are found "
              "through /proc", (int)pid, g->cg, strerror(cgroup_errno));
+    /* Told late (the child's report comes after its start, clone.h): what
+     * a stop began on the cgroup meanwhile is finished without it. */
+    if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
+    int killing = ev_is_active(&g->kill_w);
+    ev_timer_stop(loop_of(g), &g->kill_w);
     cgroup_remove(g->cg);
     free(g->cg);
     g->cg = NULL;
     g->t->cg_lost = 1;
+    if (killing && g->leader_alive) {
+        proc_tree_walk(&g->tree, g->pid);
+        others(g, SIGKILL);
+    }
 }
 
 void proc_group_leader_exited(struct proc_group *g)

@@ -297,6 +297,7 @@ void proc_io_start(struct proc *p, double timeout)
     ev_io_init(&p->report_w, on_report, proc_clone_fd(p->clone), EV_READ);
     p->report_w.data = p;
     if (proc_clone_fd(p->clone) >= 0) ev_io_start(loop, &p->report_w);
+    else report_in(p); /* complete at once (a child that was waited for) */
     for (int i = 0; i < PROC_CHANS; i++) {
         struct proc_chan_io *c = &p->ch[i];
         c->p = p;

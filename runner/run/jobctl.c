@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
@@ -49,9 +50,17 @@ int jobctl_no_terminal(void)
     /* "pid (comm) state ppid pgrp session tty_nr": comm may hold anything,
      * so count from its last ')'. */
     char *p = strrchr(buf, ')');
-    int tty_nr = -1;
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %d", &tty_nr) != 1) return 0;
-    return tty_nr == 0;
+    if (!p || *++p != ' ' || !*++p) return 0; /* p: the state */
+    p++;
+    for (int field = 0; field < 4; field++) { /* ppid pgrp session tty_nr */
+        char *end;
+        if (*p++ != ' ') return 0;
+        long v = strtol(p, &end, 10);
+        if (end == p) return 0;
+        if (field == 3) return v == 0;
+        p = end;
+    }
+    return 0;
 }
 
 void jobctl_started(struct jobctl *jc, pid_t job) { jc->job = job; }

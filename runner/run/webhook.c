@@ -28,6 +28,21 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The status of "HTTP/d.d NNN ...", or -1 when resp has no such line. */
+static int status_code(const char *resp)
+{
+    const char *p = resp;
+    if (strncmp(p, "HTTP/", 5) != 0) return -1;
+    for (p += 5; *p >= '0' && *p <= '9'; p++) {}
+    if (*p++ != '.') return -1;
+    while (*p >= '0' && *p <= '9') p++;
+    if (*p != ' ') return -1;
+    while (*p == ' ') p++;
+    int code = 0, digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 3; p++, digits++) code = code * 10 + (*p - '0');
+    return digits == 3 && !(*p >= '0' && *p <= '9') ? code : -1;
+}
+
 int webhook_parse_http_url(const char *url, struct http_url *u, char *err)
 {
     static const char scheme[] = "http://";
@@ -227,8 +242,8 @@ static int http_post(const char *url, const char *body, size_t n, double budget)
         got += (size_t)r;
     }
     resp[got] = '\0';
-    int code = 0;
-    if (sscanf(resp, "HTTP/%*d.%*d %d", &code) != 1) {
+    int code = status_code(resp);
+    if (code < 0) {
         log_warn("webhook: %s answered without an HTTP status line", u.host);
         return 1;
     }

@@ -203,6 +203,7 @@ def test_agent_takes_minus_1000_and_its_children_do_not(agent):
         s, pid = a.start("/bin/cat", "/proc/self/oom_score_adj")
         msgs, _ = s.collect()
         assert output(msgs) == b"%d\n" % (start if start != -1000 else 0)
+        assert score(a.pid) == -1000  # the child's write was its own
     finally:
         a.stop()
 
