@@ -73,7 +73,7 @@ MUSL_DEP_OPT ?= -Os
 HOT_SRC := agent/core/b64.c agent/core/buf.c agent/core/ring.c agent/core/relay.c \
             agent/core/outlet.c agent/core/jsonw.c agent/core/utf8.c \
             agent/core/io.c agent/core/jsonbytes.c agent/core/hash.c \
-            agent/api/http/conn.c agent/api/http/outq.c agent/api/http/httpreq.c \
+            agent/api/http/conn.c agent/api/http/conn_send.c agent/api/http/outq.c agent/api/http/httpreq.c \
             agent/api/http/server.c agent/api/connect/connect.c agent/api/connect/rpc.c \
             agent/api/process/stream.c agent/api/process/event.c agent/proc/io.c agent/proc/pace.c \
             agent/api/rest/download.c agent/api/rest/sendfile.c agent/api/rest/upload.c agent/api/rest/upload_file.c \

@@ -32,6 +32,7 @@
  * connection's work per turn is bounded, whatever the client's speed.
  */
 #include "agent/api/http/conn.h"
+#include "agent/api/http/conn_priv.h"
 #include "agent/api/http/httpresp.h"
 #include "agent/api/http/outq.h"
 #include "agent/api/http/server.h"
@@ -41,50 +42,10 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum conn_state { ST_HEAD, ST_BODY, ST_HANDLE, ST_RESPOND, ST_LINGER };
 
-struct conn {
-    struct server *srv;
-    struct conn *prev, *next;
-    struct conn *fprev, *fnext; /* the server's untrusted list, oldest first */
-    struct conn *uprev, *unext; /* the connections with bytes to send this turn */
-    int fd;
-    unsigned id;
-    ev_io rio, wio;
-    ev_timer timer;
-    double since;          /* start of the wait, or the last progress */
-    enum conn_state st;
-    struct httpreq req;
-    struct outq out;
-    struct conn_hooks hooks;
-    enum httpresp_framing framing;
-    struct buf held;          /* bytes of the next request, read before this one
-                                 was answered: one read at most (CONN_HOLD_MAX) */
-    size_t discarded;
-    unsigned got_bytes : 1;   /* some of this request's head arrived */
-    unsigned have_head : 1;   /* ... all of it */
-    unsigned req_done : 1;    /* the request is read (or will not be) */
-    unsigned responded : 1;   /* the response has begun */
-    unsigned finished : 1;    /* ... and is wholly queued */
-    unsigned streaming : 1;
-    unsigned blocked : 1;     /* conn_write returned 0: call more when drained */
-    unsigned close_after : 1;
-    unsigned dying : 1;
-    unsigned paused : 1;      /* conn_pause: the body's sink is full */
-    unsigned trusted : 1;     /* conn_trust: a head passed the application's check */
-    unsigned listed : 1;      /* on the server's untrusted list */
-    unsigned peer_eof : 1;    /* the client closed its side after a whole request */
-    unsigned unsent : 1;      /* on the unsent list: sent before the loop waits */
-};
-
-static void conn_timer_arm(struct conn *c);
-static void conn_maybe_next(struct conn *c);
-static int conn_flush(struct conn *c);
-static void unsent_remove(struct conn *c);
 
 /* Bytes after the request that are dropped before reading stops; and the
  * most a lingering connection drops. */
@@ -112,7 +73,7 @@ static double state_limit(const struct conn *c)
 }
 
 /* (Re)arm the timer for the state; the wait counts from c->since. */
-static void conn_timer_arm(struct conn *c)
+void conn_timer_arm(struct conn *c)
 {
     struct ev_loop *loop = c->srv->loop;
     double lim = state_limit(c);
@@ -163,14 +124,7 @@ void conn_kill(struct conn *c)
     untrusted_remove(c); /* never displaced twice */
     /* What this turn queued goes out first, as it would have been sent
      * at once, as far as the socket takes it. */
-    if (c->unsent) {
-        unsent_remove(c);
-        size_t n;
-        const char *p;
-        ssize_t k;
-        while ((p = outq_peek(&c->out, &n)) && (k = send(c->fd, p, n, MSG_NOSIGNAL)) > 0)
-            outq_done(&c->out, (size_t)k);
-    }
+    conn_send_pending(c);
     ev_io_stop(c->srv->loop, &c->rio);
     ev_io_stop(c->srv->loop, &c->wio);
     ev_timer_stop(c->srv->loop, &c->timer);
@@ -181,7 +135,7 @@ void conn_kill(struct conn *c)
 static void destroy(struct conn *c)
 {
     struct server *s = c->srv;
-    unsent_remove(c);
+    conn_send_unlist(c);
     struct conn_hooks h = c->hooks;
     memset(&c->hooks, 0, sizeof c->hooks);
     if (h.gone) h.gone(c, h.ctx);
@@ -213,7 +167,7 @@ static void linger(struct conn *c)
 }
 
 /* Request read and response written: the next request, or the end. */
-static void conn_maybe_next(struct conn *c)
+void conn_maybe_next(struct conn *c)
 {
     if (c->dying || !c->req_done || !c->finished || outq_len(&c->out)) return;
     outq_trim(&c->out);
@@ -268,7 +222,7 @@ static void on_head(struct conn *c)
         conn_maybe_next(c);
     } else if (!c->responded && httpreq_expects_continue(&c->req) &&
                httpreq_body_expected(&c->req)) {
-        if (outq_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0 || conn_flush(c) < 0) return;
+        if (outq_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0 || conn_send_flush(c) < 0) return;
     }
     conn_timer_arm(c);
 }
@@ -406,7 +360,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;
-    if (conn_flush(c) < 0) return;
+    if (conn_send_flush(c) < 0) return;
     if (c->blocked && outq_len(&c->out) < CONN_LOW_WATER) {
         c->blocked = 0;
         if (c->hooks.more) c->hooks.more(c, c->hooks.ctx);
@@ -496,76 +450,7 @@ void conn_stop(struct conn *c)
     conn_maybe_next(c);
 }
 
-/* ---- the writing half ---- */
-
-/* Write what the socket takes. Returns 0, or -1 when the connection failed.
- * A blocked producer keeps the write watcher on even when the queue is
- * empty: it is called back from the next turn. */
-static int conn_flush(struct conn *c)
-{
-    size_t n;
-    const char *p;
-    unsent_remove(c);
-    while ((p = outq_peek(&c->out, &n))) {
-        ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
-        if (k > 0) {
-            outq_done(&c->out, (size_t)k);
-            c->since = ev_now(c->srv->loop);
-        } else if (k < 0 && errno == EINTR) {
-            continue;
-        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            break;
-        } else {
-            log_debug("api: connection %u: write: %s", c->id, strerror(errno));
-            conn_kill(c);
-            return -1;
-        }
-    }
-    if (outq_len(&c->out) || c->blocked) ev_io_start(c->srv->loop, &c->wio);
-    else ev_io_stop(c->srv->loop, &c->wio);
-    return 0;
-}
-
-/* ---- sending once per turn: the unsent list ---- */
-
-static struct conn *unsent;
-static ev_prepare sender;
-
-static void unsent_remove(struct conn *c)
-{
-    if (!c->unsent) return;
-    if (c->uprev) c->uprev->unext = c->unext;
-    else unsent = c->unext;
-    if (c->unext) c->unext->uprev = c->uprev;
-    c->uprev = c->unext = NULL;
-    c->unsent = 0;
-}
-
-/* Before the loop waits: every connection's bytes of this turn. */
-static void on_sender(struct ev_loop *loop, ev_prepare *w, int revents)
-{
-    while (unsent) {
-        struct conn *c = unsent;
-        if (conn_flush(c) < 0) continue; /* killed: off the list */
-        conn_timer_arm(c);
-        conn_maybe_next(c);
-    }
-    ev_prepare_stop(loop, w);
-}
-
-static void send_later(struct conn *c)
-{
-    if (c->unsent || c->dying) return;
-    c->uprev = NULL;
-    c->unext = unsent;
-    if (unsent) unsent->uprev = c;
-    unsent = c;
-    c->unsent = 1;
-    if (!ev_is_active(&sender)) {
-        ev_prepare_init(&sender, on_sender);
-        ev_prepare_start(c->srv->loop, &sender);
-    }
-}
+/* ---- the writing half (the sending itself: http/conn_send.c) ---- */
 
 /* The response is wholly queued: the producer is done with c. */
 static void finish(struct conn *c)
@@ -573,7 +458,7 @@ static void finish(struct conn *c)
     c->finished = 1;
     c->blocked = 0; /* no producer to call back */
     memset(&c->hooks, 0, sizeof c->hooks);
-    if (conn_flush(c) < 0) return;
+    if (conn_send_flush(c) < 0) return;
     conn_timer_arm(c);
     conn_maybe_next(c);
 }
@@ -619,7 +504,7 @@ int conn_stream_begin(struct conn *c, int status, const char *ctype, const char 
     if (begin(c, status, ctype, extra, chunked ? HTTPRESP_CHUNKED : HTTPRESP_EOF, 0) < 0)
         return -1;
     c->streaming = 1;
-    send_later(c); /* the head goes with the first message */
+    conn_send_later(c); /* the head goes with the first message */
     conn_timer_arm(c);
     return 0;
 }
@@ -629,7 +514,7 @@ int conn_stream_begin_length(struct conn *c, int status, const char *ctype, cons
 {
     if (begin(c, status, ctype, extra, HTTPRESP_LENGTH, length) < 0) return -1;
     c->streaming = 1;
-    send_later(c); /* the head goes with the first message */
+    conn_send_later(c); /* the head goes with the first message */
     conn_timer_arm(c);
     return 0;
 }
@@ -660,12 +545,12 @@ int conn_write_end(struct conn *c)
 {
     if (c->dying) return -1;
     if (outq_len(&c->out) < CONN_HIGH_WATER) {
-        send_later(c);
+        conn_send_later(c);
         return 1;
     }
     /* A turn's worth: out now, and more from a later turn. */
     c->blocked = 1;
-    return conn_flush(c) < 0 ? -1 : 0;
+    return conn_send_flush(c) < 0 ? -1 : 0;
 }
 
 int conn_write(struct conn *c, const void *p, size_t n)
@@ -689,43 +574,3 @@ int conn_stream_end(struct conn *c)
     return 0;
 }
 
-/* ---- file bodies: sendfile(2) from a regular file -------------------------
- * Apart from the write path above: a Content-Length stream's bytes may come
- * straight from a file, never through the queue (the head goes first). */
-
-int conn_send_file(struct conn *c, int fd, uint64_t *off, size_t n)
-{
-    if (c->dying || !c->streaming || c->finished || c->framing != HTTPRESP_LENGTH) return -1;
-    if (outq_len(&c->out)) { /* the head, or what was written before, goes first */
-        if (conn_flush(c) < 0) return -1;
-        if (outq_len(&c->out)) {
-            c->blocked = 1; /* conn_flush watches for room */
-            return CONN_FILE_WAIT;
-        }
-    }
-    for (;;) {
-        off_t o = (off_t)*off;
-        ssize_t k = sendfile(c->fd, fd, &o, n);
-        if (k > 0) {
-            *off += (uint64_t)k;
-            c->since = ev_now(c->srv->loop);
-            if ((size_t)k == n) return CONN_FILE_MORE;
-            break; /* the socket took what it had room for */
-        }
-        if (k == 0) return CONN_FILE_END;
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) break;
-        log_debug("api: connection %u: sendfile: %s", c->id, strerror(errno));
-        conn_kill(c);
-        return -1;
-    }
-    conn_send_file_later(c);
-    return CONN_FILE_WAIT;
-}
-
-void conn_send_file_later(struct conn *c)
-{
-    if (c->dying) return;
-    c->blocked = 1;
-    ev_io_start(c->srv->loop, &c->wio);
-}

@@ -51,6 +51,8 @@ struct server {
     struct server_app app;
     struct conn *conns;  /* every open connection (http/conn.c links them) */
     struct conn *untrusted, *untrusted_last; /* those not trusted, oldest first (http/conn.c) */
+    struct conn *unsent; /* those with bytes to send before the loop waits (http/conn_send.c) */
+    ev_prepare sender;   /* ... which sends them */
     int stopping;
     server_drained_fn drained;
     void *drained_ctx;
