@@ -5,6 +5,7 @@
 #include "agent/core/cgroup.h"
 #include "agent/core/buf.h"
 #include "agent/core/err.h"
+#include "agent/core/io.h"
 #include "agent/core/protocol.h"
 
 #include <dirent.h>
@@ -170,13 +171,7 @@ static int write_text(const char *dir, const char *file, const char *text)
 {
     char path[CGROUP_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t w = write(fd, text, strlen(text));
-    int e = errno;
-    close(fd);
-    errno = e;
-    return w == (ssize_t)strlen(text) ? 0 : -1;
+    return io_write_text(path, text);
 }
 
 static int has_file(const char *dir, const char *file)

@@ -120,3 +120,15 @@ int io_ensure_std_fds(void)
     }
     return 0;
 }
+
+int io_write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t n = strlen(text);
+    ssize_t w = write(fd, text, n);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return w == (ssize_t)n ? 0 : -1;
+}

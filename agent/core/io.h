@@ -12,6 +12,9 @@
  * Returns 0, or -1 with errno set. */
 int io_write_all(int fd, const void *p, size_t n);
 int io_set_nonblock(int fd, int on);
+/* Write text to the file at path (opened for writing, not created) in one
+ * write: a kernel knob (cgroup, /proc). Returns 0, or -1 with errno. */
+int io_write_text(const char *path, const char *text);
 /* mkdir -p; mode for the directories it creates. Returns 0 or -1 with errno. */
 int io_mkdir_p(const char *path, mode_t mode);
 /* Mark every fd >= 3 close-on-exec: nothing the agent was handed leaks into

@@ -4,6 +4,7 @@
  * oom_score_adj with what its children get instead.
  */
 #include "agent/core/oom.h"
+#include "agent/core/io.h"
 #include "agent/core/log.h"
 #include "agent/core/memcg.h"
 
@@ -61,18 +62,6 @@ int oom_killed(int wstatus, int sent_kill, long long before, long long after)
     return before >= 0 && after > before;
 }
 
-/* Write text to our oom_score_adj. Returns 0, or -1 with errno. */
-static int write_adj(const char *text)
-{
-    int fd = open(SCORE_ADJ, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t w = write(fd, text, strlen(text));
-    int e = errno;
-    close(fd);
-    errno = e;
-    return w == (ssize_t)strlen(text) ? 0 : -1;
-}
-
 void oom_protect(void)
 {
     static int done;
@@ -85,7 +74,7 @@ void oom_protect(void)
         return;
     }
     start[strcspn(start, "\n")] = '\0';
-    if (write_adj(SCORE_MIN) < 0) {
+    if (io_write_text(SCORE_ADJ, SCORE_MIN) < 0) {
         log_info("cannot set " SCORE_ADJ " to " SCORE_MIN " (%s): the OOM killer may pick the agent",
                  strerror(errno));
         return;

@@ -154,20 +154,27 @@ const char *spawn_exec_reason(int exec_errno)
  * exec path (a long PATH search, a script's argv) cannot reach the
  * parent's data. Only one child is ever between clone and exec. */
 #define CHILD_STACK (256u * 1024u)
-#define CHILD_GUARD 4096u
+
+char *spawn_stack_map(size_t size)
+{
+    char *p = mmap(NULL, size + SPAWN_GUARD, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    if (mprotect(p, SPAWN_GUARD, PROT_NONE) < 0) {
+        int e = errno;
+        munmap(p, size + SPAWN_GUARD);
+        errno = e;
+        return NULL;
+    }
+    return p;
+}
 
 static char *child_stack_top(void)
 {
     static char *top;
     if (top) return top;
-    char *p = mmap(NULL, CHILD_STACK + CHILD_GUARD, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    if (mprotect(p, CHILD_GUARD, PROT_NONE) < 0) {
-        munmap(p, CHILD_STACK + CHILD_GUARD);
-        return NULL;
-    }
-    return top = p + CHILD_GUARD + CHILD_STACK;
+    char *p = spawn_stack_map(CHILD_STACK);
+    return p ? (top = p + SPAWN_GUARD + CHILD_STACK) : NULL;
 }
 
 struct child_args {

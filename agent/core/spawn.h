@@ -64,4 +64,10 @@ const char *spawn_exec_reason(int exec_errno);
 /* Exit code of a wait status: the status, or 128+N for death by signal N. */
 int spawn_exit_code(int status);
 
+/* A stack for a child that shares the caller's memory until its exec:
+ * size bytes above a guard page (SPAWN_GUARD, no access); the mapping's
+ * base (size + SPAWN_GUARD bytes long), or NULL with errno. */
+#define SPAWN_GUARD 4096u
+char *spawn_stack_map(size_t size);
+
 #endif

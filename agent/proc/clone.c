@@ -95,7 +95,6 @@ struct child {
 };
 
 #define STACK_SIZE (32u * 1024u)
-#define GUARD 4096u
 #define STACKS_KEPT 16
 
 static char *stacks[STACKS_KEPT];
@@ -105,20 +104,13 @@ static int nstacks;
 static char *stack_get(void)
 {
     if (nstacks) return stacks[--nstacks];
-    char *p = mmap(NULL, STACK_SIZE + GUARD, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    if (mprotect(p, GUARD, PROT_NONE) < 0) {
-        munmap(p, STACK_SIZE + GUARD);
-        return NULL;
-    }
-    return p;
+    return spawn_stack_map(STACK_SIZE);
 }
 
 static void stack_put(char *p)
 {
     if (nstacks < STACKS_KEPT) stacks[nstacks++] = p;
-    else munmap(p, STACK_SIZE + GUARD);
+    else munmap(p, STACK_SIZE + SPAWN_GUARD);
 }
 
 static size_t strv_size(char *const *v, size_t *n)
@@ -271,7 +263,7 @@ static pid_t start_now(const struct spawn_opts *o, struct proc_clone **out, char
     }
     c->errfd = pfd[1];
     sig_block_all(&old); /* no handler runs in the child */
-    pid_t pid = clone(child_main, stack + GUARD + STACK_SIZE, CLONE_VM | SIGCHLD, c);
+    pid_t pid = clone(child_main, stack + SPAWN_GUARD + STACK_SIZE, CLONE_VM | SIGCHLD, c);
     int e = errno;
     sig_set_mask(&old);
     close(pfd[1]);

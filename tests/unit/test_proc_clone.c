@@ -14,6 +14,7 @@
 #include "agent/core/err.h"
 #include "agent/core/sig.h"
 #include "agent/proc/clone.h"
+#include "procstatus.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -157,21 +158,6 @@ static void test_cgroup_join_failure_is_told(void **st)
     assert_string_equal(r.out, "joined or not\n");
 }
 
-/* A mask of this process's own /proc/self/status. */
-static unsigned long long own_mask(const char *field)
-{
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    assert_true(fd >= 0);
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    assert_true(n > 0);
-    buf[n] = '\0';
-    const char *p = strstr(buf, field);
-    assert_non_null(p);
-    return strtoull(p + strlen(field), NULL, 16);
-}
-
 static void test_errno_and_signals(void **st)
 {
     (void)st;
@@ -180,7 +166,7 @@ static void test_errno_and_signals(void **st)
     /* Started with what this test was started with (make ignores some
      * real-time signals), SIGUSR1 blocked and SIGHUP ignored; then the
      * agent's own changes, which the child must not get. */
-    unsigned long long blk0 = own_mask("SigBlk:\t"), ign0 = own_mask("SigIgn:\t");
+    unsigned long long blk0 = procstatus_own("SigBlk:\t"), ign0 = procstatus_own("SigIgn:\t");
     sigset_t set, old;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
@@ -210,11 +196,8 @@ static void test_errno_and_signals(void **st)
     int e, cg;
     report(k, &e, &cg);
     proc_clone_free(k);
-    const char *blk = strstr(out, "SigBlk:\t"), *ign = strstr(out, "SigIgn:\t");
-    assert_non_null(blk);
-    assert_non_null(ign);
-    assert_int_equal(strtoull(blk + 8, NULL, 16), blk0 | 1ull << (SIGUSR1 - 1));
-    assert_int_equal(strtoull(ign + 8, NULL, 16), ign0 | 1ull << (SIGHUP - 1));
+    assert_int_equal(procstatus_mask(out, "SigBlk:\t"), blk0 | 1ull << (SIGUSR1 - 1));
+    assert_int_equal(procstatus_mask(out, "SigIgn:\t"), ign0 | 1ull << (SIGHUP - 1));
 
     signal(SIGHUP, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);

@@ -15,6 +15,7 @@
 #include "agent/core/err.h"
 #include "agent/core/sig.h"
 #include "agent/core/spawn.h"
+#include "procstatus.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -104,27 +105,6 @@ static void test_group_and_errno(void **st)
     assert_int_equal(wait_code(pid), 128 + SIGKILL);
 }
 
-/* The fields of /proc/self/status a child prints, as hex masks. */
-static unsigned long long status_mask(const char *status, const char *field)
-{
-    const char *p = strstr(status, field);
-    assert_non_null(p);
-    return strtoull(p + strlen(field), NULL, 16);
-}
-
-/* A field of this process's own /proc/self/status. */
-static unsigned long long own_mask(const char *field)
-{
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    assert_true(fd >= 0);
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    assert_true(n > 0);
-    buf[n] = '\0';
-    return status_mask(buf, field);
-}
-
 static void on_chld(int sig) { (void)sig; }
 
 static void test_signal_state(void **st)
@@ -133,7 +113,7 @@ static void test_signal_state(void **st)
     /* What the agent was "started with": what this test was started with
      * (make ignores some real-time signals), SIGUSR1 blocked, SIGHUP
      * ignored. */
-    unsigned long long ign0 = own_mask("SigIgn:\t"), blk0 = own_mask("SigBlk:\t");
+    unsigned long long ign0 = procstatus_own("SigIgn:\t"), blk0 = procstatus_own("SigBlk:\t");
     sigset_t set, old;
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
@@ -152,9 +132,9 @@ static void test_signal_state(void **st)
     char *cat[] = {"/bin/cat", "/proc/self/status", NULL};
     assert_int_equal(run_out(cat, out, sizeof out, &e), 0);
     unsigned long long bit_usr1 = 1ull << (SIGUSR1 - 1), bit_hup = 1ull << (SIGHUP - 1);
-    assert_int_equal(status_mask(out, "SigBlk:\t"), blk0 | bit_usr1);
-    assert_int_equal(status_mask(out, "SigIgn:\t"), ign0 | bit_hup);
-    assert_int_equal(status_mask(out, "SigCgt:\t"), 0);
+    assert_int_equal(procstatus_mask(out, "SigBlk:\t"), blk0 | bit_usr1);
+    assert_int_equal(procstatus_mask(out, "SigIgn:\t"), ign0 | bit_hup);
+    assert_int_equal(procstatus_mask(out, "SigCgt:\t"), 0);
 
     signal(SIGHUP, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
