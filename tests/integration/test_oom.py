@@ -208,7 +208,7 @@ def test_agent_takes_minus_1000_and_its_children_do_not(agent):
         a.stop()
 
 
-def test_agent_without_the_right_logs_once_and_children_keep_the_start_score(agent):
+def test_agent_without_the_right_logs_once_and_children_keep_the_start_score(agent_anyone):
     """Where the agent may not take -1000 (no CAP_SYS_RESOURCE, here: a
     user without privilege), it says so once and changes nothing: its
     children get the score it was started with."""
@@ -219,7 +219,7 @@ def test_agent_without_the_right_logs_once_and_children_keep_the_start_score(age
             "/bin/sh", "-c", 'echo 300 > /proc/self/oom_score_adj && exec "$@"', "sh"]
     try:
         r = run(["/bin/sh", "-c", "cat /proc/self/oom_score_adj; cat /proc/$PPID/oom_score_adj"], pid1=False,
-                env=env, wrap=wrap)
+                env=env, wrap=wrap, agent=agent_anyone)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     assert r.returncode == 0, r.stderr

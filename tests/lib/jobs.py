@@ -16,16 +16,17 @@ from testlib import AGENT, TIMEOUT, agent_pid, clean_env, descendants, one_senti
 UNSHARE = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
 
 
-def agent_argv(argv, pid1=True, wrap=()):
-    base = list(wrap) + [AGENT, "run"]
+def agent_argv(argv, pid1=True, wrap=(), agent=None):
+    base = list(wrap) + [agent or AGENT, "run"]
     if argv is not None:
         base += ["--"] + list(argv)
     return (UNSHARE if pid1 else []) + base
 
 
-def run(argv=None, pid1=True, env=None, wrap=(), timeout=TIMEOUT, **kw):
-    """Run to completion; returns CompletedProcess with bytes stdout/stderr."""
-    return subprocess.run(agent_argv(argv, pid1, wrap), env=env if env is not None else clean_env(),
+def run(argv=None, pid1=True, env=None, wrap=(), timeout=TIMEOUT, agent=None, **kw):
+    """Run to completion; returns CompletedProcess with bytes stdout/stderr.
+    agent: another binary than AGENT (a copy any user can run)."""
+    return subprocess.run(agent_argv(argv, pid1, wrap, agent), env=env if env is not None else clean_env(),
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, **kw)
 
 

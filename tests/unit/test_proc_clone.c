@@ -133,7 +133,7 @@ static void test_environment_and_group(void **st)
 {
     (void)st;
     struct run r;
-    char *sh[] = {"/bin/sh", "-c", "echo \"$FOO\"; ps -o pgid= -p $$ | tr -d ' '; echo $$", NULL};
+    char *sh[] = {"/bin/sh", "-c", "echo \"$FOO\"; cut -d' ' -f5 /proc/self/stat; echo $$", NULL};
     char *env[] = {"FOO=bar baz", "PATH=/usr/bin:/bin", NULL};
     run(&(struct spawn_opts){.argv = sh, .envp = env, .new_pgrp = 1}, &r);
     assert_int_equal(r.exec_errno, 0);
