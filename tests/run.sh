@@ -8,6 +8,7 @@
 set -u
 PYTHON=${PYTHON:-/usr/bin/python3}
 TEST_TIMEOUT=${TEST_TIMEOUT:-240}   # seconds one pytest test may take
+UNIT_TIMEOUT=${UNIT_TIMEOUT:-300}   # seconds one unit-test binary may take (~20x a normal run)
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}  # seconds one pytest suite may take (~3x a normal run)
 # The container tests build their images first (debootstrap, podman build:
 # minutes, many more inside a container where every layer is copied whole);
@@ -29,9 +30,10 @@ count() { # $1=pattern (with one number group) in $log; prints the number or 0
 run_unit() {
     for bin in "$@"; do
         echo "== unit: $bin"
-        "$bin" >"$log" 2>&1
+        timeout -k 10 "$UNIT_TIMEOUT" "$bin" >"$log" 2>&1
         rc=$?
         cat "$log"
+        [ $rc = 124 ] && echo "unit: $bin stopped after ${UNIT_TIMEOUT}s"
         p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
         f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
         passed=$((passed + ${p:-0}))
