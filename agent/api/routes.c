@@ -7,7 +7,11 @@
  * While the API awaits its token (SANDBOX_AGENT_AWAIT_TOKEN=1, ops/token.h)
  * only GET /health and POST /init answer, without it and without trusting
  * the connection; everything else is 503 `unavailable` until an /init sets
- * one.
+ * one. The check is made at the head and again when the request is
+ * complete, against the token as it is then: an /init may have set or
+ * replaced it while the body came (conn_trust_revoke drops what a body
+ * handed to a sink would still apply), and what the old token allowed
+ * is not done.
  * Errors are Connect's JSON {"code", "message"} on every route, so a client
  * has one shape to read.
  * The handlers of the RPC table are the process and filesystem services';
@@ -128,6 +132,7 @@ static void on_request(struct conn *c, void *ctx)
 {
     struct httpreq *r = conn_req(c);
     const char *path = httpreq_path(r);
+    if (!admitted(c, path)) return; /* the token may have changed since the head */
     if (!strcmp(path, ROUTE_FILES)) {
         rest_files_on_request(c);
     } else if (!strcmp(path, ROUTE_HEALTH)) {

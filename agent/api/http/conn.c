@@ -84,44 +84,12 @@ void conn_timer_arm(struct conn *c)
     ev_timer_start(loop, &c->timer);
 }
 
-/* ---- the server's list of untrusted connections, oldest first ---- */
-
-static void untrusted_add(struct conn *c)
-{
-    struct server *s = c->srv;
-    c->fprev = s->untrusted_last;
-    c->fnext = NULL;
-    if (s->untrusted_last) s->untrusted_last->fnext = c;
-    else s->untrusted = c;
-    s->untrusted_last = c;
-    c->listed = 1;
-}
-
-static void untrusted_remove(struct conn *c)
-{
-    struct server *s = c->srv;
-    if (!c->listed) return;
-    if (c->fprev) c->fprev->fnext = c->fnext;
-    else s->untrusted = c->fnext;
-    if (c->fnext) c->fnext->fprev = c->fprev;
-    else s->untrusted_last = c->fprev;
-    c->fprev = c->fnext = NULL;
-    c->listed = 0;
-}
-
-void conn_trust(struct conn *c)
-{
-    if (c->trusted) return;
-    c->trusted = 1;
-    untrusted_remove(c);
-}
-
 void conn_kill(struct conn *c)
 {
     if (c->dying) return;
     c->dying = 1;
     c->srv->dying++;
-    untrusted_remove(c); /* never displaced twice */
+    conn_trust_unlist(c); /* never displaced twice */
     /* What this turn queued goes out first, as it would have been sent
      * at once, as far as the socket takes it. */
     conn_send_pending(c);
@@ -411,7 +379,7 @@ struct conn *conn_open(struct server *s, int fd)
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;
-    untrusted_add(c);
+    conn_trust_list(c);
     c->st = ST_HEAD;
     c->since = ev_now(s->loop);
     ev_io_start(s->loop, &c->rio);

@@ -13,7 +13,8 @@
  * Trust: until one of its heads passes the application's check (the token:
  * conn_trust), a connection has the server's short first-head deadline, and
  * a newcomer at the connection bound may displace it (http/server.h). A trusted
- * connection keeps its slot whatever strangers do.
+ * connection keeps its slot whatever strangers do, until the check changes
+ * (conn_trust_revoke).
  *
  * Pipelining: a request is never parsed before the one before it is
  * answered; bytes of it that arrive early are held (CONN_HOLD_MAX) and
@@ -70,6 +71,12 @@ void conn_set_hooks(struct conn *c, const struct conn_hooks *h);
 int conn_responded(const struct conn *c);
 /* The request's head passed the application's check (see Trust above). */
 void conn_trust(struct conn *c);
+/* The check changed (a new token): every connection of c's server, c too,
+ * is a stranger's again until one of its heads passes the new check, and a
+ * request whose body is still being handed to a sink (httpreq_body_sink:
+ * applied as it comes) is dropped with its connection. A buffered body is
+ * the application's to check again when it is complete. */
+void conn_trust_revoke(struct conn *c);
 
 /* A whole response: status, Content-Type (or NULL), more header lines each
  * ending "\r\n" (or NULL), body. Returns 0, or -1 when the connection is

@@ -1,8 +1,10 @@
 /*
- * conn_priv.h - what the two halves of a connection share: its record, and
- * the calls between http/conn.c (requests in, the states, responses
- * queued) and http/conn_send.c (the bytes sent: once per loop turn, and
- * files by sendfile). Nothing outside agent/api/http includes it.
+ * conn_priv.h - what the parts of a connection share: its record, and the
+ * calls between http/conn.c (requests in, the states, responses queued),
+ * http/conn_send.c (the bytes sent: once per loop turn, and files by
+ * sendfile) and http/conn_trust.c (whose slot it is: trust, the server's
+ * list of strangers' connections). Nothing outside agent/api/http
+ * includes it.
  */
 #ifndef SA_API_HTTP_CONN_PRIV_H
 #define SA_API_HTTP_CONN_PRIV_H
@@ -64,5 +66,12 @@ int conn_send_flush(struct conn *c);
 void conn_send_later(struct conn *c);
 void conn_send_unlist(struct conn *c);
 void conn_send_pending(struct conn *c);
+
+/* http/conn_trust.c: c on the server's list of strangers' connections (a
+ * new one), off it (killed); and c a stranger's again (the check changed:
+ * conn_trust_revoke). */
+void conn_trust_list(struct conn *c);
+void conn_trust_unlist(struct conn *c);
+void conn_trust_drop(struct conn *c);
 
 #endif

@@ -2,13 +2,14 @@
  * server.c - accepting connections and stopping (see http/server.h).
  *
  * At the connection bound, a client waiting to be accepted displaces the
- * oldest untrusted connection: it is killed, accepting pauses until it is
- * torn down (the bound is never passed, not even for a moment), and the
- * client is accepted in its place. With no untrusted connection left the
+ * oldest untrusted connection (a stranger's): it is killed, accepting pauses until it is torn down (the
+ * bound is never passed, not even for a moment), and the client is
+ * accepted in its place. With no untrusted connection left the
  * accept watcher stops: new clients wait in the kernel's backlog (no busy
  * loop on a socket that stays readable) and the watcher starts again when
- * a connection closes. Running out of file descriptors (EMFILE and the
- * like) pauses accepting for ACCEPT_RETRY seconds for the same reason.
+ * a connection closes, or becomes a stranger's. Running out of file
+ * descriptors (EMFILE and the like) pauses accepting for ACCEPT_RETRY
+ * seconds for the same reason.
  */
 #include "agent/api/http/server.h"
 #include "agent/api/http/conn.h"
@@ -56,7 +57,7 @@ static void displace(struct server *s)
         return;
     }
     log_debug("api: %u connections open, the bound: closing connection %u, the oldest "
-              "with no request accepted, for a new one", s->n, conn_id(s->untrusted));
+              "stranger's, for a new one", s->n, conn_id(s->untrusted));
     conn_kill(s->untrusted);
 }
 
@@ -167,3 +168,5 @@ void server_conn_closed(struct server *s)
     accept_resume(s);
     check_drained(s);
 }
+
+void server_conn_untrusted(struct server *s) { accept_resume(s); }

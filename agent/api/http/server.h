@@ -50,7 +50,7 @@ struct server {
     double first_head;   /* an untrusted connection's head timeout, <= timeout */
     struct server_app app;
     struct conn *conns;  /* every open connection (http/conn.c links them) */
-    struct conn *untrusted, *untrusted_last; /* those not trusted, oldest first (http/conn.c) */
+    struct conn *untrusted, *untrusted_last; /* those not trusted, oldest first (http/conn_trust.c) */
     struct conn *unsent; /* those with bytes to send before the loop waits (http/conn_send.c) */
     ev_prepare sender;   /* ... which sends them */
     int stopping;
@@ -69,7 +69,9 @@ void server_close_listener(struct server *s);
  * SERVER_DRAIN_SECONDS later). */
 void server_stop(struct server *s, server_drained_fn drained, void *ctx);
 
-/* For http/conn.c: a connection was torn down. */
+/* For http/conn.c: a connection was torn down; one became a stranger's
+ * (a client waiting for a slot may take it). */
 void server_conn_closed(struct server *s);
+void server_conn_untrusted(struct server *s);
 
 #endif

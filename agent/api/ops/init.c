@@ -60,11 +60,13 @@ static int check(const struct ops_initreq *r, enum rpc_code *code, char *err)
 
 /* Everything at once: the new defaults and token are made first, then
  * swapped in; the clock last (it cannot be taken back, and never fails
- * the request). */
-static int apply(const struct ops_initreq *r, enum rpc_code *code, char *err)
+ * the request). *changed: a token was set or replaced (the same one again
+ * changes nothing). */
+static int apply(const struct ops_initreq *r, enum rpc_code *code, char *err, int *changed)
 {
     struct asuser_defaults next;
     int had = ops_token_present();
+    *changed = r->token && !ops_token_ok(r->token);
     *code = RPC_INTERNAL;
     if (asuser_defaults_merge(&next, r->env, r->nenv, INITREQ_ENV_MAX, r->workdir, r->user) < 0) {
         if (errno != E2BIG) {
@@ -75,13 +77,13 @@ static int apply(const struct ops_initreq *r, enum rpc_code *code, char *err)
         err_set(err, "'envVars': more than %d variables in all", INITREQ_ENV_MAX);
         return -1;
     }
-    if (r->token && ops_token_replace(r->token, r->token_len) < 0) {
+    if (*changed && ops_token_replace(r->token, r->token_len) < 0) {
         asuser_defaults_drop(&next);
         err_set(err, "out of memory");
         return -1;
     }
     asuser_defaults_commit(&next);
-    if (r->token) log_info("api: /init: access token %s", had ? "replaced" : "set");
+    if (*changed) log_info("api: /init: access token %s", had ? "replaced" : "set");
     if (r->has_time) sync_clock(&r->time);
     return 0;
 }
@@ -102,13 +104,14 @@ void ops_init_respond(struct conn *c)
     const char *why = NULL;
     char err[ERR_LEN];
     enum rpc_code code = RPC_INVALID_ARGUMENT;
+    int changed = 0;
     int rc = ops_initreq_decode(body ? body->data : "", body ? body->len : 0, &r, &why);
     wipe_body(c);
     if (rc < 0) {
         err_set(err, "%s", why);
     } else {
         note_unsupported(r.unsupported);
-        rc = check(&r, &code, err) < 0 ? -1 : apply(&r, &code, err);
+        rc = check(&r, &code, err) < 0 ? -1 : apply(&r, &code, err, &changed);
     }
     ops_initreq_free(&r);
     if (rc < 0) {
@@ -116,6 +119,9 @@ void ops_init_respond(struct conn *c)
         rpc_error_response(c, code, err, NULL);
         return;
     }
-    conn_trust(c);
+    if (changed) { /* what the old token (or none) allowed is over; this client has the new one */
+        conn_trust_revoke(c);
+        conn_trust(c);
+    }
     conn_respond(c, 204, NULL, "Cache-Control: no-store\r\n", "", 0);
 }
