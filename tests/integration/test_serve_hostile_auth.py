@@ -1,6 +1,6 @@
 """`serve` against a hostile client (README "sandbox-agent serve":
 Connections, and "Orchestrator routes": POST /init), black-box over raw
-sockets, so a body can be withheld and a slot held.
+sockets, so a body can be withheld and a slot held:
 
 The token is checked against the token as it is when a request is
 applied, not when its head came: a body withheld across a rotation (or,
@@ -10,26 +10,37 @@ a request that proved the current token (or set a new one) makes a
 connection trusted: token-less /init calls while the agent awaits its
 token, and connections trusted under a token since replaced, never keep
 the orchestrator out.
+
+Slots: a stream whose client closed its socket is found as soon as its
+EOF comes (over TCP, the client answers the keepalive written then with
+a reset), its process runs on; a half-closed stream is a stranger's slot
+when the slots are full; so no number of closed streams keeps /health
+waiting.
 """
 import json
 import os
+import socket
 import time
 
 import pytest
 
-from conftest import started_agents, wait_until
+from conftest import free_port, started_agents, wait_until
 from connectc import ServeAgent, envelope, head_bytes
 
 START = "process.Process/Start"
 LIST = "process.Process/List"
 # A wait the agent must answer within, on a loaded machine; what these
-# tests guard against took the HTTP timeout (60 s).
-PROMPT = 10
+# tests guard against took the HTTP timeout (60 s) or a keepalive (50 s).
+PROMPT = 20
 
 
 @pytest.fixture
 def serve(agent):
     yield from started_agents(lambda **env: ServeAgent(agent, **env))
+
+
+def tcp(serve, **env):
+    return serve(SANDBOX_AGENT_LISTEN="127.0.0.1:%d" % free_port(), **env)
 
 
 def request(method, path, body=b"", token=None, headers=None):
@@ -124,7 +135,7 @@ def test_an_upload_under_way_is_cut_off_by_a_rotation(serve, tmp_path):
     assert call(a, "POST", "/init", {"accessToken": "t1-next"}, token="t0-current").status == 204
     assert closed_by_agent(up)
     up.close()
-    wait_until(lambda: not os.listdir(tmp_path), "the temporary file removed", timeout=PROMPT)
+    wait_until(lambda: not os.listdir(tmp_path), "the temporary file removed")
     assert not target.exists()
 
 
@@ -177,3 +188,84 @@ def test_connections_trusted_under_a_replaced_token_lose_their_slots(serve):
     assert orch.response(PROMPT).status == 204
     for c in (old, orch, late):
         c.close()
+
+
+# ---- 9. closed streams free their slots -------------------------------------------
+
+def sockets(pid):
+    """The sockets the agent has open: its listener, and a connection each."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except FileNotFoundError:
+            pass
+    return n
+
+
+def listed(a):
+    return sorted(p["pid"] for p in a.unary(LIST, {}).json()["processes"])
+
+
+def kill_all(a, pids):
+    for pid in pids:
+        a.unary("process.Process/SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"})
+
+
+def test_a_closed_streams_connection_ends_at_once_its_process_runs_on(serve):
+    """Over TCP a client gone both ways looks like one that shut its side
+    until it answers a write; the keepalive written at its EOF is that
+    write, so its connection ends now, not at the next keepalive (50 s)."""
+    a = tcp(serve)
+    wait_until(lambda: sockets(a.pid) == 1, "the listener alone")  # wait_ready's connection gone
+    pids = []
+    for _ in range(16):
+        s, pid = a.start("/bin/sh", "-c", "exec sleep 120")
+        s.close()
+        pids.append(pid)
+    wait_until(lambda: sockets(a.pid) == 1, "the closed streams' connections to end", timeout=PROMPT)
+    assert listed(a) == sorted(pids)  # left running, and retained
+    kill_all(a, pids)
+
+
+def test_closed_streams_never_keep_health_waiting(serve):
+    """As many closed streams as there are slots: the next Start and a
+    /health are answered at once."""
+    a = tcp(serve, SANDBOX_AGENT_MAX_CONNECTIONS="32")
+    pids = []
+    for _ in range(32):
+        s, pid = a.start("/bin/sh", "-c", "exec sleep 120")
+        s.close()
+        pids.append(pid)
+    t = time.monotonic()
+    s, pid = a.start("/bin/sh", "-c", "exec sleep 120")
+    pids.append(pid)
+    c = a.conn()
+    c.send(request("GET", "/health", token=a.token))
+    assert c.response(PROMPT).status == 204
+    assert time.monotonic() - t < PROMPT
+    c.close()
+    s.close()
+    kill_all(a, pids)
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_half_closed_streams_are_strangers_slots_when_full(serve, transport):
+    """Streams whose clients shut their writing side (alive, reading) hold
+    slots until the slots are full; then each newcomer takes the oldest."""
+    a = (tcp(serve, SANDBOX_AGENT_MAX_CONNECTIONS="4") if transport == "tcp"
+         else serve(SANDBOX_AGENT_MAX_CONNECTIONS="4"))
+    streams, pids = [], []
+    for _ in range(4):
+        s, pid = a.start("/bin/sh", "-c", "exec sleep 120")
+        s.c.s.shutdown(socket.SHUT_WR)
+        streams.append(s)
+        pids.append(pid)
+    c, status = held(a, a.token)
+    assert status == 204
+    assert closed_by_agent(streams[0].c)
+    assert listed(a) == sorted(pids)  # its process runs on
+    c.close()
+    for s in streams:
+        s.close()
+    kill_all(a, pids)

@@ -20,7 +20,6 @@ import json
 import os
 import pwd
 import shutil
-import socket
 import tempfile
 import time
 
@@ -278,9 +277,7 @@ def test_init_replaces_the_token_only_with_the_current_one(serve):
 
 
 def tcp_agent(agent, port, **env):
-    a = ServeAgent(agent, wait=False, SANDBOX_AGENT_LISTEN="0.0.0.0:%d" % port, **env)
-    a.sock = lambda timeout=TIMEOUT: socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    return a
+    return ServeAgent(agent, wait=False, SANDBOX_AGENT_LISTEN="0.0.0.0:%d" % port, **env)
 
 
 def test_await_token_refuses_other_routes_until_init(agent):

@@ -214,14 +214,19 @@ static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents)
     rpc_leave(call);
 }
 
-static void on_keepalive(struct ev_loop *loop, ev_timer *w, int revents)
+static void keepalive(struct rpc_call *call)
 {
-    struct rpc_call *call = w->data;
-    if (!call->hooks.keepalive) return;
+    if (call->finished || !call->hooks.keepalive || call->m->kind != RPC_KIND_STREAM) return;
     rpc_enter(call);
     call->hooks.keepalive(call, call->hooks.ctx);
     rpc_leave(call);
 }
+
+static void on_keepalive(struct ev_loop *loop, ev_timer *w, int revents) { keepalive(w->data); }
+
+/* The client closed its side: a keepalive now, which a client gone both
+ * ways answers with a reset (http/conn.h, hooks.eof). */
+static void on_eof(struct conn *c, void *ctx) { keepalive(ctx); }
 
 void rpc_set_hooks(struct rpc_call *call, const struct rpc_hooks *h)
 {
@@ -389,7 +394,8 @@ struct rpc_call *rpc_call_open(struct conn *c, const struct rpc_method *m)
         rpc_error_response(c, RPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
         return NULL;
     }
-    struct conn_hooks h = {on_more, on_gone, on_stop, call};
+    struct conn_hooks h = {.more = on_more, .gone = on_gone, .stop = on_stop, .eof = on_eof,
+                           .ctx = call};
     conn_set_hooks(c, &h);
     if (call->has_timeout) {
         ev_timer_set(&call->deadline_w, (double)call->timeout_ms / 1000.0, 0);

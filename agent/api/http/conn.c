@@ -21,7 +21,8 @@
  * the socket is not read meanwhile) and parsed from the loop once the
  * response is out. The client closing its side (EOF) after a whole request
  * lets the response finish, then the connection closes; EOF anywhere else,
- * or from a client gone both ways, ends the connection at once.
+ * or from a client gone both ways, ends the connection at once (on_eof
+ * says how a client gone both ways is told from a half-close).
  *
  * Sending: what a stream queues during one turn of the loop goes out in one
  * send, before the loop waits again (an ev_prepare watcher), not one send
@@ -90,6 +91,7 @@ void conn_kill(struct conn *c)
     c->dying = 1;
     c->srv->dying++;
     conn_trust_unlist(c); /* never displaced twice */
+    if (c->hangup) server_hangup_forget(c->srv, c->fd);
     /* What this turn queued goes out first, as it would have been sent
      * at once, as far as the socket takes it. */
     conn_send_pending(c);
@@ -277,8 +279,9 @@ static void replay(struct conn *c)
 }
 
 /* 1 when the client is gone both ways, not only done sending: a Unix
- * socket whose peer closed says so (POLLHUP); over TCP a FIN looks the same
- * either way, and a client that is gone is found at the next write. */
+ * socket whose peer closed says so (POLLHUP), and so does a TCP one whose
+ * client answered a write with a reset; before that, over TCP, a FIN looks
+ * the same either way. */
 static int peer_gone(int fd)
 {
     struct pollfd p = {fd, POLLIN, 0};
@@ -287,7 +290,12 @@ static int peer_gone(int fd)
 
 /* EOF from the client: after a whole request, its response is finished
  * first (a half-close); anywhere else (idle, or a request cut short), or
- * when the client is gone, it is the end. */
+ * when the client is gone, it is the end. A half-closed connection is a
+ * stranger's slot from then on, the server watches its socket for the
+ * client gone both ways (server_hangup_watch), and over TCP the response
+ * is asked for a write the client ignores (hooks.eof): a client that
+ * closed both ways answers it with a reset, which ends the connection at
+ * once, not at the stream's next keepalive. */
 static void on_eof(struct conn *c)
 {
     if ((c->st == ST_HANDLE || c->st == ST_RESPOND) && !peer_gone(c->fd)) {
@@ -296,6 +304,9 @@ static void on_eof(struct conn *c)
         c->peer_eof = 1;
         c->close_after = 1;
         ev_io_stop(c->srv->loop, &c->rio);
+        conn_trust_drop(c);
+        c->hangup = server_hangup_watch(c->srv, c, c->fd) == 0;
+        if (c->srv->tcp && c->hooks.eof) c->hooks.eof(c, c->hooks.ctx);
         return;
     }
     if ((c->st != ST_HEAD && c->st != ST_LINGER) || c->got_bytes)

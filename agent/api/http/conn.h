@@ -14,7 +14,8 @@
  * conn_trust), a connection has the server's short first-head deadline, and
  * a newcomer at the connection bound may displace it (http/server.h). A trusted
  * connection keeps its slot whatever strangers do, until the check changes
- * (conn_trust_revoke).
+ * (conn_trust_revoke) or its client closes its side (a half-close: the
+ * response goes on, on a stranger's slot).
  *
  * Pipelining: a request is never parsed before the one before it is
  * answered; bytes of it that arrive early are held (CONN_HOLD_MAX) and
@@ -58,6 +59,11 @@ struct conn_hooks {
     void (*more)(struct conn *c, void *ctx); /* the queue drained: write more */
     void (*gone)(struct conn *c, void *ctx); /* the connection is lost: forget c */
     void (*stop)(struct conn *c, void *ctx); /* the server stops: finish the response now */
+    /* The client closed its side (over TCP: or is gone both ways, which
+     * looks the same) while the response goes on: a stream writes, now,
+     * something its client ignores (a keepalive), if it has such a thing;
+     * a client gone both ways answers it with a reset, and is gone. */
+    void (*eof)(struct conn *c, void *ctx);
     void *ctx;
 };
 

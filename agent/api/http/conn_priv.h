@@ -50,6 +50,7 @@ struct conn {
     unsigned trusted : 1;     /* conn_trust: a head passed the application's check */
     unsigned listed : 1;      /* on the server's untrusted list */
     unsigned peer_eof : 1;    /* the client closed its side after a whole request */
+    unsigned hangup : 1;      /* ... and the server watches for it gone both ways */
     unsigned unsent : 1;      /* on the unsent list: sent before the loop waits */
 };
 
@@ -68,8 +69,8 @@ void conn_send_unlist(struct conn *c);
 void conn_send_pending(struct conn *c);
 
 /* http/conn_trust.c: c on the server's list of strangers' connections (a
- * new one), off it (killed); and c a stranger's again (the check changed:
- * conn_trust_revoke). */
+ * new one), off it (killed); and c a stranger's again (its client closed
+ * its side, or the check changed: conn_trust_revoke). */
 void conn_trust_list(struct conn *c);
 void conn_trust_unlist(struct conn *c);
 void conn_trust_drop(struct conn *c);

@@ -3,7 +3,9 @@
  * the server's list of strangers' connections, oldest first, which a
  * newcomer at the bound displaces (http/server.c); trust, given by a head
  * that passed the application's check as it stands, and taken back when
- * that check changes (a new token: conn_trust_revoke).
+ * that check changes (a new token: conn_trust_revoke) or when the client
+ * closes its side (a half-closed connection only waits for its response,
+ * and no client can be told from one that is gone: http/conn.c, on_eof).
  */
 #include "agent/api/http/conn_priv.h"
 #include "agent/api/http/server.h"
@@ -35,7 +37,7 @@ void conn_trust_unlist(struct conn *c)
 
 void conn_trust(struct conn *c)
 {
-    if (c->trusted || c->dying) return;
+    if (c->trusted || c->dying || c->peer_eof) return; /* a half-closed one stays a stranger's */
     c->trusted = 1;
     conn_trust_unlist(c);
 }

@@ -2,7 +2,8 @@
  * server.c - accepting connections and stopping (see http/server.h).
  *
  * At the connection bound, a client waiting to be accepted displaces the
- * oldest untrusted connection (a stranger's): it is killed, accepting pauses until it is torn down (the
+ * oldest untrusted connection (a stranger's, or one whose client closed
+ * its side): it is killed, accepting pauses until it is torn down (the
  * bound is never passed, not even for a moment), and the client is
  * accepted in its place. With no untrusted connection left the
  * accept watcher stops: new clients wait in the kernel's backlog (no busy
@@ -10,6 +11,11 @@
  * a connection closes, or becomes a stranger's. Running out of file
  * descriptors (EMFILE and the like) pauses accepting for ACCEPT_RETRY
  * seconds for the same reason.
+ *
+ * The hang-up set (server.h) is an epoll fd of its own because the loop's
+ * watchers cannot say "only a hang-up": a socket at EOF is readable for
+ * ever, and one with room writable. Registered with no events, a socket
+ * reports EPOLLHUP and EPOLLERR only.
  */
 #include "agent/api/http/server.h"
 #include "agent/api/http/conn.h"
@@ -19,11 +25,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define ACCEPT_BATCH 64     /* accepts per wake-up, so one client flood cannot starve the others */
 #define ACCEPT_RETRY 0.25   /* seconds */
+#define HANGUP_BATCH 64     /* hang-ups read per wake-up */
 
 static void accept_pause(struct server *s, double retry)
 {
@@ -113,6 +121,41 @@ static void on_drain_timeout(struct ev_loop *loop, ev_timer *w, int revents)
     for (struct conn *c = s->conns; c; c = conn_next(c)) conn_kill(c);
 }
 
+/* ---- the hang-up set ---- */
+
+static void on_hangup(struct ev_loop *loop, ev_io *w, int revents)
+{
+    struct server *s = w->data;
+    struct epoll_event ev[HANGUP_BATCH];
+    int n = epoll_wait(s->hupfd, ev, HANGUP_BATCH, 0);
+    for (int i = 0; i < n; i++) { /* conn_kill takes each off the set */
+        struct conn *c = ev[i].data.ptr;
+        log_debug("api: connection %u: the client is gone", conn_id(c));
+        conn_kill(c);
+    }
+}
+
+int server_hangup_watch(struct server *s, struct conn *c, int fd)
+{
+    struct epoll_event ev = {.events = 0, .data.ptr = c};
+    return s->hupfd < 0 ? -1 : epoll_ctl(s->hupfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void server_hangup_forget(struct server *s, int fd)
+{
+    struct epoll_event ev = {0};
+    if (s->hupfd >= 0) (void)epoll_ctl(s->hupfd, EPOLL_CTL_DEL, fd, &ev);
+}
+
+/* Once the listener is closed and the last connection gone. */
+static void hangup_close(struct server *s)
+{
+    if (s->hupfd < 0 || s->fd >= 0 || s->n) return;
+    ev_io_stop(s->loop, &s->hup_w);
+    close(s->hupfd);
+    s->hupfd = -1;
+}
+
 void server_start(struct server *s, struct ev_loop *loop, int fd, int tcp, unsigned max,
                   double timeout, double first_head, const struct server_app *app)
 {
@@ -129,6 +172,15 @@ void server_start(struct server *s, struct ev_loop *loop, int fd, int tcp, unsig
     ev_init(&s->drain_w, on_drain_timeout);
     s->accept_w.data = s->retry_w.data = s->drain_w.data = s;
     ev_io_start(loop, &s->accept_w);
+    s->hupfd = epoll_create1(EPOLL_CLOEXEC);
+    if (s->hupfd < 0) {
+        log_warn("api: epoll_create1: %s; a client gone after closing its side is found at "
+                 "the next write", strerror(errno));
+        return;
+    }
+    ev_io_init(&s->hup_w, on_hangup, s->hupfd, EV_READ);
+    s->hup_w.data = s;
+    ev_io_start(loop, &s->hup_w);
 }
 
 static void check_drained(struct server *s)
@@ -146,6 +198,7 @@ void server_close_listener(struct server *s)
     ev_timer_stop(s->loop, &s->retry_w);
     if (s->fd >= 0) close(s->fd);
     s->fd = -1;
+    hangup_close(s);
 }
 
 void server_stop(struct server *s, server_drained_fn drained, void *ctx)
@@ -166,6 +219,7 @@ void server_conn_closed(struct server *s)
 {
     s->n--;
     accept_resume(s);
+    hangup_close(s);
     check_drained(s);
 }
 

@@ -3,10 +3,16 @@
  * (at most max at a time), the per-connection settings, and stopping.
  *
  * Admission: connections none of whose heads passed the application's
- * check yet (untrusted: http/conn.h) never keep out a new one. They have
- * first_head seconds (at most the timeout) to send each head, and at the
- * bound a new connection is accepted by closing the oldest of them; only
- * when every open connection is trusted do newcomers wait in the backlog.
+ * check yet (untrusted: http/conn.h), or whose client closed its side, never
+ * keep out a new one. They have first_head seconds (at most the timeout) to
+ * send each head, and at the bound a new connection is accepted by closing
+ * the oldest of them; only when every open connection is trusted do
+ * newcomers wait in the backlog.
+ *
+ * Hang-ups: a connection whose client closed its side (its socket is not
+ * read any more: it would be readable for ever) is watched for its client
+ * gone both ways, a hang-up or an error on the socket, in an epoll set of
+ * the server's own whose fd the loop watches; it ends as soon as one comes.
  *
  * What a request means is the application's (routes.c): the server hands it
  * each request head, each complete request, and each request it refuses.
@@ -53,6 +59,8 @@ struct server {
     struct conn *untrusted, *untrusted_last; /* those not trusted, oldest first (http/conn_trust.c) */
     struct conn *unsent; /* those with bytes to send before the loop waits (http/conn_send.c) */
     ev_prepare sender;   /* ... which sends them */
+    int hupfd;           /* the epoll set of half-closed connections (-1: none) */
+    ev_io hup_w;         /* ... and its watcher */
     int stopping;
     server_drained_fn drained;
     void *drained_ctx;
@@ -73,5 +81,10 @@ void server_stop(struct server *s, server_drained_fn drained, void *ctx);
  * (a client waiting for a slot may take it). */
 void server_conn_closed(struct server *s);
 void server_conn_untrusted(struct server *s);
+/* Watch fd, c's socket, for a hang-up or an error (see Hang-ups above):
+ * conn_kill(c) when one comes. Returns 0, or -1 when it cannot be watched.
+ * server_hangup_forget before fd is closed. */
+int server_hangup_watch(struct server *s, struct conn *c, int fd);
+void server_hangup_forget(struct server *s, int fd);
 
 #endif
