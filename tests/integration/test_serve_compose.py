@@ -20,6 +20,7 @@ import pytest
 
 from conftest import TIMEOUT, started_agents
 from fsclient import Agent
+from fuselib import FuseFile, Unavailable
 
 
 @pytest.fixture
@@ -205,3 +206,23 @@ def test_composed_file_downloads_whole_and_by_range(fs, tmp_path):
     assert st == 200
     st, h, body = fs.raw("GET", fs.query(str(tmp_path / "ab.txt")), [("Range", "bytes=8-11")])
     assert st == 206 and body == b"89ab" and h["content-range"] == "bytes 8-11/20"
+
+
+def test_sources_on_other_filesystems_are_copied_all_the_same(fs, tmp_path):
+    # A FUSE source (no copy_file_range across filesystems: read and write)
+    # and a tmpfs one, into a file on the test's disk.
+    shm = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        write(os.path.join(shm, "s"), b"shm;")
+        try:
+            with FuseFile(b"fuse;" * 1000, name="f") as f:
+                st, out = compose(fs, {"source_paths": [os.path.join(shm, "s"), f.path],
+                                       "destination": str(tmp_path / "d")})
+        except Unavailable as e:
+            pytest.skip(str(e))
+        # The FUSE file cannot be removed (its filesystem refuses): composed all the same.
+        assert st == 200, out
+        assert (tmp_path / "d").read_bytes() == b"shm;" + b"fuse;" * 1000
+        assert not os.path.exists(os.path.join(shm, "s"))
+    finally:
+        shutil.rmtree(shm)

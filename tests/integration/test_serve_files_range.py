@@ -1,5 +1,6 @@
 """`sandbox-agent serve`: ranges and conditional requests on GET /files, as
-envd answers them (Go's http.ServeContent: RFC 9110 §13-14), black-box.
+envd answers them (Go's http.ServeContent: RFC 9110 §13-14), black-box, for files the agent
+sends itself (disk, tmpfs) and files the helper copies (FUSE).
 
 Every range form (first-last, first-, -suffix, several as
 multipart/byteranges, overlapping, past the end, malformed), the 416s and
@@ -19,6 +20,7 @@ import pytest
 
 from conftest import started_agents
 from fsclient import Agent
+from fuselib import FuseFile, Unavailable
 
 DATA = bytes(range(256)) * 400  # 102,400 bytes, each offset's byte known
 
@@ -31,10 +33,18 @@ def fs(agent):
     next(gen, None)
 
 
-@pytest.fixture(params=["disk", "shm"])
+@pytest.fixture(params=["disk", "shm", "fuse"])
 def data_file(request, tmp_path):
-    """DATA in a file on the test's disk or on /dev/shm (tmpfs): both are
-    sent from the file itself (sendfile)."""
+    """DATA in a file on the test's disk or on /dev/shm (tmpfs), both sent
+    from the file itself (sendfile), or on FUSE, whose bytes the helper
+    copies and frames (tests/lib/fuselib.py)."""
+    if request.param == "fuse":
+        try:
+            with FuseFile(DATA, name="data.bin") as f:
+                yield f.path
+        except Unavailable as e:
+            pytest.skip(str(e))
+        return
     d = tempfile.mkdtemp(dir="/dev/shm") if request.param == "shm" else str(tmp_path)
     p = os.path.join(d, "data.bin")
     with open(p, "wb") as f:
@@ -93,7 +103,7 @@ def test_one_range_is_a_206_with_content_range(fs, data_file, spec, start, end):
     assert h["content-type"] == "application/octet-stream" and h["accept-ranges"] == "bytes"
 
 
-def test_several_ranges_are_multipart_byteranges(fs, data_file):
+def test_several_ranges_are_multipart_byteranges(fs, data_file, tmp_path):
     st, h, body = get(fs, data_file, ("Range", "bytes=0-9, 50000-50009,-5"))
     assert st == 206 and "content-range" not in h and int(h["content-length"]) == len(body)
     assert parts_of(body, h["content-type"]) == [
@@ -104,7 +114,7 @@ def test_several_ranges_are_multipart_byteranges(fs, data_file):
     assert st == 206 and parts_of(body, h["content-type"]) == [("bytes 0-5/102400", DATA[0:6]),
                                                                ("bytes 3-8/102400", DATA[3:9])]
     # Each part's Content-Type is the file's.
-    t = os.path.join(os.path.dirname(data_file), "t.txt")
+    t = str(tmp_path / "t.txt")
     with open(t, "wb") as f:
         f.write(b"hello world")
     st, h, body = get(fs, t, ("Range", "bytes=0-1,6-"))
@@ -146,7 +156,7 @@ def test_the_first_of_repeated_range_headers_counts(fs, data_file):
     assert st == 206 and body == DATA[0:2]
 
 
-def test_if_modified_since(fs, data_file):
+def test_if_modified_since(fs, data_file, tmp_path):
     mtime = int(os.stat(data_file).st_mtime)
     for when, status in ((mtime, 304), (mtime + 60, 304), (mtime - 1, 200)):
         st, h, body = get(fs, data_file, ("If-Modified-Since", http_date(when)))
@@ -157,10 +167,13 @@ def test_if_modified_since(fs, data_file):
     # The two obsolete forms of a date, and one that does not parse (ignored).
     assert get(fs, data_file, ("If-Modified-Since", email.utils.formatdate(mtime, usegmt=True)
                                .replace(",", "").replace(" GMT", "")))[0] == 200
-    os.utime(data_file, (784111777, 784111777))
-    assert get(fs, data_file, ("If-Modified-Since", "Sunday, 06-Nov-94 08:49:37 GMT"))[0] == 304
-    assert get(fs, data_file, ("If-Modified-Since", "Sun Nov  6 08:49:37 1994"))[0] == 304
-    assert get(fs, data_file, ("If-Modified-Since", "Sun Nov  6 08:49:36 1994"))[0] == 200
+    old = str(tmp_path / "old")
+    with open(old, "wb") as f:
+        f.write(b"1994")
+    os.utime(old, (784111777, 784111777))
+    assert get(fs, old, ("If-Modified-Since", "Sunday, 06-Nov-94 08:49:37 GMT"))[0] == 304
+    assert get(fs, old, ("If-Modified-Since", "Sun Nov  6 08:49:37 1994"))[0] == 304
+    assert get(fs, old, ("If-Modified-Since", "Sun Nov  6 08:49:36 1994"))[0] == 200
     assert get(fs, data_file, ("If-Modified-Since", "yesterday"))[0] == 200
 
 
