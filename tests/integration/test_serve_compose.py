@@ -18,9 +18,14 @@ import threading
 
 import pytest
 
-from conftest import TIMEOUT, started_agents
-from fsclient import Agent
+from conftest import TIMEOUT, children, started_agents
+from fsclient import Agent, wait_until
 from fuselib import FuseFile, Unavailable
+
+
+@pytest.fixture
+def serve(agent):
+    yield from started_agents(lambda **env: Agent(agent, **env))
 
 
 @pytest.fixture
@@ -226,3 +231,34 @@ def test_sources_on_other_filesystems_are_copied_all_the_same(fs, tmp_path):
         assert not os.path.exists(os.path.join(shm, "s"))
     finally:
         shutil.rmtree(shm)
+
+
+def test_a_killed_compose_helper_leaves_no_temp_file(serve, tmp_path):
+    """A process of the user may SIGKILL the helper mid-write: its temporary
+    file, told to the agent before it was made, is removed by another
+    helper; the client gets a 500, the destination and sources stay."""
+    a = serve()
+    write(str(tmp_path / "dst"), b"old")
+    gate = threading.Event()
+    try:
+        f = FuseFile(b"held" * 1000, name="slow", gate=gate)
+    except Unavailable as e:
+        pytest.skip(str(e))
+    try:
+        result = {}
+        t = threading.Thread(target=lambda: result.update(r=compose(a.client, {
+            "source_paths": [f.path], "destination": str(tmp_path / "dst")})))
+        t.start()
+        assert f.reads.wait(TIMEOUT), "the helper never read its source"
+        assert len(temp_files(tmp_path)) == 1  # the temporary file is there, being filled
+        helpers = children(a.proc.pid)
+        assert len(helpers) == 1, helpers
+        os.kill(helpers[0], 9)
+        gate.set()  # the kernel holds a killed reader until its read is answered
+        t.join(TIMEOUT)
+        st, out = result["r"]
+        assert st == 500, out
+        wait_until(lambda: temp_files(tmp_path) == [], what="the temporary file removed")
+        assert (tmp_path / "dst").read_bytes() == b"old" and os.path.exists(f.path)
+    finally:
+        f.close()

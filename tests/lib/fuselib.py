@@ -7,6 +7,9 @@ reason when it cannot mount.
 
     with FuseFile(data, name="f.bin") as f:
         f.path      # the file, under a mount of its own
+
+With gate (a threading.Event), a READ is answered only once it is set: a
+reader of the file is held in the kernel for as long as the test wants.
 """
 import ctypes
 import errno
@@ -30,8 +33,9 @@ class Unavailable(Exception):
 
 
 class FuseFile:
-    def __init__(self, data, name="file.bin", mtime=None):
-        self.data, self.name = bytes(data), name.encode()
+    def __init__(self, data, name="file.bin", mtime=None, gate=None):
+        self.data, self.name, self.gate = bytes(data), name.encode(), gate
+        self.reads = threading.Event()  # set at the first READ
         self.mtime = int(time.time()) if mtime is None else mtime
         self.mnt = tempfile.mkdtemp(prefix="sbx-fuse-")
         os.chmod(self.mnt, 0o755)
@@ -74,6 +78,9 @@ class FuseFile:
         if op == OPEN:
             return 0, struct.pack("<QII", 1, 0, 0)
         if op == READ:
+            self.reads.set()
+            if self.gate is not None:
+                self.gate.wait(TIMEOUT)
             _, off, size = struct.unpack_from("<QQI", body)
             return 0, self.data[off:off + size]
         if op in (RELEASE, FLUSH):
@@ -102,6 +109,8 @@ class FuseFile:
                 pass  # the request was interrupted
 
     def close(self):
+        if self.gate is not None:
+            self.gate.set()
         self.libc.umount2(self.mnt.encode(), 2)  # MNT_DETACH
         os.close(self.fd)
         self.thread.join(TIMEOUT)
