@@ -82,6 +82,7 @@
 /* serve's file transfer (README "sandbox-agent serve", the filesystem API):
  * the route, the metadata headers of an upload, the default user. */
 #define ROUTE_FILES "/files"
+#define ROUTE_FILES_COMPOSE "/files/compose"
 #define HEADER_METADATA_PREFIX "X-Metadata-"
 #define ENV_USER "SANDBOX_AGENT_USER"
 
