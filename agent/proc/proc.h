@@ -88,7 +88,9 @@ void proc_table_free(struct proc_table *t);
 
 struct proc_start {
     char *const *argv;          /* argv[0]: the command, searched in PATH; NULL-terminated */
-    char *const *envs;          /* "NAME=VALUE" set on top (later wins); NULL-terminated or NULL */
+    char *const *defaults;      /* "NAME=VALUE" after the login variables (POST /init's); NULL-terminated
+                                 * or NULL; used for the exec only, not kept in the record */
+    char *const *envs;          /* "NAME=VALUE" set on top (later wins); NULL-terminated or NULL; kept */
     const char *cwd;            /* NULL or "": the user's home; "~", "~/x", relative: from the home */
     const char *tag;            /* NULL: none; unique among running processes */
     const struct user_info *user; /* NULL: as the agent, without login variables */
@@ -104,13 +106,24 @@ struct proc_start {
 struct proc *proc_start(struct proc_table *t, const struct proc_start *s, char *err);
 
 /* The environment a Start as u (NULL: as the agent) in directory cwd (NULL:
- * none known) with envs gets: a login's PATH unless the base has one, the
- * base (proc_table_opts.base_env), HOME, USER, LOGNAME, SHELL, PWD, then
- * envs; the last of a name wins. A malloc'd array of malloc'd strings (free
- * with proc_launch_env_free), or NULL when out of memory. */
+ * none known) with defaults and envs gets: a login's PATH unless the base
+ * has one, the base (proc_table_opts.base_env), HOME, USER, LOGNAME, SHELL,
+ * PWD, then defaults, then envs; the last of a name wins. A malloc'd array
+ * of malloc'd strings (free with proc_launch_env_free), or NULL when out of
+ * memory. */
 char **proc_launch_env(const struct proc_table *t, const struct user_info *u, const char *cwd,
-                char *const *envs);
+                char *const *defaults, char *const *envs);
 void proc_launch_env_free(char **env);
+
+/* What execve takes (spawn_arg_max, each string at SPAWN_ARG_COST) that is
+ * left for a Start's defaults once room is kept for its own argv and envs
+ * (a quarter of the kernel's bound) and for what every child of t gets
+ * whatever it asks (the base environment, a login's PATH, HOME, USER,
+ * LOGNAME, SHELL and PWD at their longest). Defaults within it leave
+ * every Start whose own argv and envs fit in that quarter able to exec. */
+size_t proc_launch_env_room(const struct proc_table *t);
+/* The room kept for a Start's own argv and envs: a quarter of the bound. */
+#define PROC_START_ROOM(arg_max) ((arg_max) / 4)
 
 /* Lookups prefer the running process, else the most recently started. */
 struct proc *proc_by_pid(struct proc_table *t, pid_t pid);
@@ -123,7 +136,7 @@ size_t proc_table_running(const struct proc_table *t);
 pid_t proc_pid(const struct proc *p);
 const char *proc_tag(const struct proc *p);          /* NULL: none */
 char *const *proc_argv(const struct proc *p);
-char *const *proc_envs(const struct proc *p);        /* as asked ("NAME=VALUE"); never NULL */
+char *const *proc_envs(const struct proc *p);        /* its own, as asked ("NAME=VALUE"), not its defaults; never NULL */
 const char *proc_cwd(const struct proc *p);          /* as asked; NULL when none was */
 int proc_has_pty(const struct proc *p);
 int proc_running(const struct proc *p);              /* its end is not final yet */

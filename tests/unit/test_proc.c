@@ -4,7 +4,9 @@
  * deaths, commands that cannot run, a pty (controlling terminal, resize),
  * stdin piping and its bound, timeouts that stop a whole group, the bounded
  * drain past a background child, tags, subscribers and the slow reader, the
- * finished cap, users, environment and cwd, shutdown; a setsid daemon
+ * finished cap, users, environment (POST /init's defaults used, not kept; the
+ * room left for them, checked against real execs at the kernel's bound)
+ * and cwd, shutdown; a setsid daemon
  * reached by a signal and a stop, with a cgroup where the machine allows
  * one and through /proc without; background children that outlive a
  * normal exit, and the table's end killing what is left in a cgroup.
@@ -574,11 +576,13 @@ static void test_env_builder(void **st)
     user_self("/nonexistent", "/nonexistent", &u);
     snprintf(u.home, sizeof u.home, "/home/x");
     snprintf(u.name, sizeof u.name, "x");
+    char *defaults[] = {"A=d", "C=d", "HOME=/d", NULL};
     char *req[] = {"A=2", "B=3", NULL};
-    char **env = proc_launch_env(t, &u, "/work", req);
+    char **env = proc_launch_env(t, &u, "/work", defaults, req);
     assert_non_null(env);
+    /* The defaults after the login variables (theirs win), before the request's (which win). */
     const char *want[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                          "HOME=/home/x", "USER=x", "LOGNAME=x", "SHELL=/bin/sh", "PWD=/work", "A=2",
+                          "USER=x", "LOGNAME=x", "SHELL=/bin/sh", "PWD=/work", "C=d", "HOME=/d", "A=2",
                           "B=3", NULL};
     for (size_t i = 0; want[i]; i++) {
         if (!env[i]) fail_msg("missing %s", want[i]);
@@ -589,7 +593,7 @@ static void test_env_builder(void **st)
     /* A base PATH wins over a login's. */
     char *base2[] = {"PATH=/mine", NULL};
     t = table(4096, 16, base2);
-    env = proc_launch_env(t, NULL, NULL, NULL);
+    env = proc_launch_env(t, NULL, NULL, NULL, NULL);
     assert_string_equal(env[0], "PATH=/mine");
     assert_null(env[1]);
     proc_launch_env_free(env);
@@ -635,6 +639,103 @@ static void test_finished_cap(void **st)
     char err[ERR_LEN];
     assert_int_equal(proc_signal(p, SIGKILL, err), 0);
     wait_end(p);
+    proc_table_free(t);
+}
+
+/* ---- POST /init's defaults: used by the exec, not kept; the room for them ---- */
+
+/* Strings "PREFIXnnnnn=xxx..." of the given cost each (SPAWN_ARG_COST), at most
+ * SPAWN_ARG_STRLEN a string, totalling exactly `bytes` (the last one
+ * smaller): a NULL-terminated array; free with free_fill. */
+static char **fill(const char *prefix, size_t bytes)
+{
+    size_t most = SPAWN_ARG_COST(SPAWN_ARG_STRLEN - 1), n = bytes / most + 2, k = 0;
+    char **v = calloc(n + 1, sizeof *v);
+    assert_non_null(v);
+    while (bytes >= SPAWN_ARG_COST(16)) {
+        size_t cost = bytes < most ? bytes : most;
+        if (bytes - cost && bytes - cost < SPAWN_ARG_COST(16)) cost -= SPAWN_ARG_COST(16); /* room for one more */
+        size_t len = cost - SPAWN_ARG_COST(0);
+        char *e = malloc(len + 1);
+        assert_non_null(e);
+        memset(e, 'x', len);
+        e[len] = '\0';
+        int w = snprintf(e, len, "%s%05zu", prefix, k);
+        e[w] = '='; /* snprintf's NUL: the value of x's follows */
+        v[k++] = e;
+        bytes -= cost;
+    }
+    assert_true(bytes < SPAWN_ARG_COST(16));
+    return v;
+}
+
+static size_t cost_of(char *const *v)
+{
+    size_t n = 0;
+    for (size_t i = 0; v && v[i]; i++) n += SPAWN_ARG_COST(strlen(v[i]));
+    return n;
+}
+
+static void free_fill(char **v)
+{
+    for (size_t i = 0; v[i]; i++) free(v[i]);
+    free(v);
+}
+
+static void test_defaults_used_not_kept_and_their_room(void **st)
+{
+    (void)st;
+    char *base[] = {"PATH=/usr/bin:/bin", NULL};
+    struct proc_table *t = table(1 << 16, 16, base);
+    size_t max = spawn_arg_max(), room = proc_launch_env_room(t), own = PROC_START_ROOM(max);
+    /* The kernel's bound less a quarter, the base and the login variables at their longest. */
+    size_t fixed = max - own - cost_of(base);
+    assert_true(room < fixed && room > fixed - 20000);
+    printf("(the kernel's bound here: %zu bytes; room for the defaults: %zu, for a Start's own: %zu)\n", max,
+           room, own);
+
+    /* Defaults filling the room, and a Start whose own argv and envs fill
+     * its quarter: it runs, with both; its record keeps only its own envs. */
+    char **defaults = fill("D", room), **mine = fill("E", own / 2);
+    size_t argv_cost = own - cost_of(mine);
+    char **big = fill("A", argv_cost - SPAWN_ARG_COST(7) - SPAWN_ARG_COST(2) - SPAWN_ARG_COST(29));
+    size_t nbig = 0;
+    while (big[nbig]) nbig++;
+    char **argv = calloc(nbig + 4, sizeof *argv);
+    argv[0] = "/bin/sh";
+    argv[1] = "-c";
+    argv[2] = "echo $D00000 $E00000 | wc -c"; /* 29 bytes */
+    memcpy(argv + 3, big, nbig * sizeof *argv);
+    assert_int_equal(cost_of(defaults), room);
+    assert_true(cost_of(argv) + cost_of(mine) <= own && cost_of(argv) + cost_of(mine) > own - 100);
+    struct proc_start s = {.argv = argv, .defaults = defaults, .envs = mine};
+    struct proc *p = start(t, &s);
+    wait_end(p);
+    assert_string_equal(proc_end(p)->status, "exit status 0");
+    char want[32];
+    snprintf(want, sizeof want, "%zu\n", strlen(defaults[0]) - 7 + 1 + strlen(mine[0]) - 7 + 1); /* "D00000=" */
+    assert_string_equal(output(p, PROC_STDOUT), want);
+    size_t n = 0;
+    while (proc_envs(p)[n]) {
+        assert_string_equal(proc_envs(p)[n], mine[n]);
+        n++;
+    }
+    assert_null(mine[n]);
+
+    /* The bound is the kernel's: the same exec with the defaults 4 KiB past
+     * it (the room kept for the login variables at their longest aside)
+     * fails. */
+    char **over = fill("D", fixed + 4096);
+    s.defaults = over;
+    p = start(t, &s);
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 126);
+    assert_string_equal(proc_end(p)->error, "cannot run '/bin/sh': Argument list too long");
+    free_fill(over);
+    free_fill(defaults);
+    free_fill(mine);
+    free_fill(big);
+    free(argv);
     proc_table_free(t);
 }
 
@@ -856,6 +957,7 @@ int main(void)
         cmocka_unit_test(test_finished_cap),
         cmocka_unit_test(test_forget_while_ending_and_with_readers),
         cmocka_unit_test(test_env_builder),
+        cmocka_unit_test(test_defaults_used_not_kept_and_their_room),
         cmocka_unit_test(test_env_and_cwd),
         cmocka_unit_test(test_user_switch),
         cmocka_unit_test(test_shutdown),

@@ -231,12 +231,12 @@ void process_stream_start(struct rpc_call *call, const cJSON *msg)
         rpc_fail(call, RPC_UNAVAILABLE, "no process table");
         return;
     }
-    if (process_request_start(msg, &r, err) == 0 && process_defaults(&r, err) == 0 &&
-        process_user(rpc_user(call), &u, &code, err) == 0) {
-        struct proc_start s = {.argv = r.argv, .envs = r.envs, .cwd = r.cwd, .tag = r.tag,
-                               .user = &u, .stdin_pipe = r.stdin_pipe, .pty = r.pty,
-                               .cols = r.cols, .rows = r.rows,
+    if (process_request_start(msg, &r, err) == 0 && process_user(rpc_user(call), &u, &code, err) == 0) {
+        struct proc_start s = {.argv = r.argv, .envs = r.envs, .tag = r.tag, .user = &u,
+                               .stdin_pipe = r.stdin_pipe, .pty = r.pty, .cols = r.cols, .rows = r.rows,
                                .timeout = start_timeout(call, r.timeout, &stops)};
+        process_defaults(&r, &s);
+        s.cwd = r.cwd;
         if (!(p = proc_start(process_table(), &s, err))) code = connect_code_of_errno(errno);
     }
     process_request_start_free(&r);
