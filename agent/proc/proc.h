@@ -7,8 +7,12 @@
  * its own session, the pty as controlling terminal and fds 0-2; where the
  * table may make cgroups, each in a cgroup of its own), their pipes and pty
  * masters, their timeouts (TERM, grace, KILL) and their records: a
- * finished process is kept, its end and rings readable, until more than
- * keep_finished are kept (oldest dropped first). A signal, a timeout, a
+ * finished process is kept, its end and rings readable, until keep_sent
+ * seconds after the last end event that went out for it (proc_end_sent;
+ * one written into a socket its client had closed counts as sent, so it
+ * is not dropped at once), but never more than keep_finished of them,
+ * holding keep_bytes in all: past either bound the oldest goes first,
+ * whatever its time left. A signal, a timeout, a
  * stop and the shutdown reach what a process started too: its cgroup's
  * members, or without one its leader's descendants (README "sandbox-agent
  * serve": what a process started goes with it). Knows nothing of HTTP,
@@ -55,6 +59,8 @@
 #define PROC_DRAIN_SECONDS 0.1
 /* The largest SANDBOX_AGENT_RETAIN_BYTES accepted. */
 #define PROC_RETAIN_MAX (1ull << 30)
+/* The largest SANDBOX_AGENT_KEEP_FINISHED_BYTES accepted. */
+#define PROC_KEEP_BYTES_MAX (1ull << 40)
 
 enum proc_chan { PROC_STDOUT = 0, PROC_STDERR = 1, PROC_PTY = 2, PROC_CHANS = 3 };
 
@@ -63,7 +69,9 @@ struct proc_table;
 
 struct proc_table_opts {
     size_t retain;              /* bytes kept per channel */
-    size_t keep_finished;       /* finished processes kept */
+    size_t keep_finished;       /* finished processes kept, at most */
+    size_t keep_bytes;          /* what they hold in all (rings, config), at most, but the newest; 0: no bound */
+    double keep_sent;           /* a finished process goes this long after an end event went out for it; 0: at once */
     double grace;               /* a timeout's or shutdown's TERM is followed by KILL after this */
     double stall;               /* a paced subscriber reading nothing this long is left to skip; 0: never waited for */
     enum cgroup_want cgroups;   /* cgroups for the processes: CGROUP_WANT_OFF (0) none */
@@ -73,8 +81,10 @@ struct proc_table_opts {
 };
 
 /* The defaults (DEFAULT_RETAIN_BYTES, DEFAULT_KEEP_FINISHED,
+ * DEFAULT_KEEP_FINISHED_BYTES, DEFAULT_KEEP_FINISHED_SECONDS,
  * DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS, cgroups where they may be
- * made) with SANDBOX_AGENT_RETAIN_BYTES, SANDBOX_AGENT_STALL_SECONDS and
+ * made) with SANDBOX_AGENT_RETAIN_BYTES, SANDBOX_AGENT_KEEP_FINISHED_BYTES,
+ * SANDBOX_AGENT_KEEP_FINISHED_SECONDS, SANDBOX_AGENT_STALL_SECONDS and
  * SANDBOX_AGENT_CGROUPS read from the environment. Returns 0, or -1 with a
  * message in err for a bad value. */
 int proc_table_opts_env(struct proc_table_opts *o, char *err);
@@ -191,7 +201,7 @@ struct proc_sub {
     int stalled;                /* read nothing for the stall time: left to skip */
 };
 /* Register s (the caller's memory) on p. A record is never dropped while it
- * has subscribers. */
+ * has subscribers (nor counted out by the caps: it goes once they leave). */
 void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *ctx);
 /* Ask that p's output wait for s (see the top): pos[0..PROC_CHANS) are s's
  * read offsets, the caller's memory for as long as s is subscribed. */
@@ -202,10 +212,12 @@ void proc_pace_moved(struct proc_sub *s);
  * cap): do not use s->p after this. Never signals the process. */
 void proc_unsubscribe(struct proc_sub *s);
 
-/* A finished record's end was read: drop it now, or once its last
- * subscriber leaves (proc_unsubscribe). No-op for a running one. May be
- * called from a subscriber's callback while the end is being told. */
-void proc_forget(struct proc *p);
+/* An end event of a finished record went out: it is dropped keep_sent
+ * seconds from now (counted again from each later call; 0: now), or once
+ * its last subscriber leaves after that (proc_unsubscribe), unless the
+ * caps drop it first. No-op for a running one. May be called from a
+ * subscriber's callback while the end is being told. */
+void proc_end_sent(struct proc *p);
 
 /* Stop every running group: TERM now, KILL after grace; refuse new starts.
  * Each end is reported as usual; proc_table_running() reaches 0. */

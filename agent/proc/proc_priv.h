@@ -63,7 +63,9 @@ struct proc {
     ev_tstamp exited_at;  /* when the leader's exit was seen */
     int ended;
     int kept;           /* in the finished list */
-    int forget;         /* its end was read: drop it once no subscriber is left */
+    size_t bytes;       /* what it holds once finished (rings, config): counted in t->fbytes */
+    ev_timer keep;      /* from its last end event sent: keep_sent, then it may go */
+    int forget;         /* its time is over: drop it once no subscriber is left */
     uint64_t seq;       /* start order */
     struct proc_end end;
     struct proc_sub *subs;
@@ -76,6 +78,7 @@ struct proc_table {
     struct proc *first, *last;
     struct proc *ffirst, *flast;
     size_t nfinished, nrunning;
+    size_t fbytes;      /* what the finished records hold (their ->bytes) */
     uint64_t seq;       /* records started */
     int shutting;
     struct cgroup_base cg; /* the processes' cgroups (kind CGROUP_NONE: none) */

@@ -4,7 +4,8 @@
  * deaths, commands that cannot run, a pty (controlling terminal, resize),
  * stdin piping and its bound, timeouts that stop a whole group, the bounded
  * drain past a background child, tags, subscribers and the slow reader, the
- * finished cap, users, environment (POST /init's defaults used, not kept; the
+ * finished records kept (the count, the bytes, the time after their end
+ * went out), users, environment (POST /init's defaults used, not kept; the
  * room left for them, checked against real execs at the kernel's bound)
  * and cwd, shutdown; a setsid daemon
  * reached by a signal and a stop, with a cgroup where the machine allows
@@ -537,7 +538,7 @@ static void on_ready_forget(struct proc_sub *s, void *ctx)
     c->calls++;
     if (!proc_end(s->p)) return;
     c->saw_end = 1;
-    proc_forget(s->p);
+    proc_end_sent(s->p);
     proc_unsubscribe(s);
 }
 
@@ -629,12 +630,12 @@ static void test_finished_cap(void **st)
     wait_end(p);
     assert_null(proc_by_pid(t, pids[0]));
     assert_ptr_equal(proc_first(t), proc_by_pid(t, pids[4]));
-    /* Or it is dropped when its end was read. */
-    proc_forget(proc_by_pid(t, pids[4]));
+    /* Or it is dropped when its end went out (keep_sent 0). */
+    proc_end_sent(proc_by_pid(t, pids[4]));
     assert_null(proc_by_pid(t, pids[4]));
     /* A running record is never forgotten. */
     p = start_sh(t, "sleep 100");
-    proc_forget(p);
+    proc_end_sent(p);
     assert_ptr_equal(proc_by_pid(t, proc_pid(p)), p);
     char err[ERR_LEN];
     assert_int_equal(proc_signal(p, SIGKILL, err), 0);
@@ -736,6 +737,119 @@ static void test_defaults_used_not_kept_and_their_room(void **st)
     free_fill(mine);
     free_fill(big);
     free(argv);
+    proc_table_free(t);
+}
+
+/* ---- finished records: the time after their end went out, the bytes ---- */
+
+static struct proc_table *table_keep(size_t retain, size_t keep_bytes, double keep_sent)
+{
+    struct proc_table_opts o = {.retain = retain, .keep_finished = 16, .keep_bytes = keep_bytes,
+                                .keep_sent = keep_sent, .grace = 0.3, .on_end = on_end};
+    char err[ERR_LEN];
+    struct proc_table *t = proc_table_new(loop, &o, err);
+    assert_non_null(t);
+    return t;
+}
+
+struct gone {
+    struct proc_table *t;
+    pid_t pid;
+};
+
+static int is_gone(void *ctx)
+{
+    struct gone *g = ctx;
+    return proc_by_pid(g->t, g->pid) == NULL;
+}
+
+static int time_reached(void *at) { return ev_now(loop) >= *(ev_tstamp *)at; }
+
+/* Run the loop for d seconds of its clock. */
+static void run_for(double d)
+{
+    ev_now_update(loop);
+    ev_tstamp at = ev_now(loop) + d;
+    run_until(time_reached, &at);
+}
+
+static struct proc *finished(struct proc_table *t, const char *script)
+{
+    struct proc *p = start_sh(t, script);
+    wait_end(p);
+    return p;
+}
+
+static void test_kept_for_a_time_after_the_end_went_out(void **st)
+{
+    (void)st;
+    struct proc_table *t = table_keep(4096, 0, 0.3);
+    /* Its end went out: still there (a client may reconnect), gone 0.3 s later. */
+    struct proc *p = finished(t, "echo k");
+    struct gone g = {t, proc_pid(p)};
+    ev_now_update(loop);
+    ev_tstamp sent = ev_now(loop);
+    proc_end_sent(p);
+    assert_ptr_equal(proc_by_pid(t, g.pid), p);
+    assert_string_equal(output(p, PROC_STDOUT), "k\n");
+    run_until(is_gone, &g);
+    assert_true(ev_now(loop) - sent >= 0.3);
+
+    /* Each end sent counts the time again. */
+    p = finished(t, "exit 2");
+    g.pid = proc_pid(p);
+    proc_end_sent(p);
+    run_for(0.2);
+    ev_now_update(loop);
+    sent = ev_now(loop);
+    proc_end_sent(p);
+    run_for(0.2); /* 0.4 s after the first */
+    assert_ptr_equal(proc_by_pid(t, g.pid), p);
+    run_until(is_gone, &g);
+    assert_true(ev_now(loop) - sent >= 0.3);
+
+    /* A reader holds it past its time; it goes with the reader. */
+    p = finished(t, "exit 3");
+    g.pid = proc_pid(p);
+    struct counter c = {.stay = 1};
+    proc_subscribe(p, &c.sub, on_ready, &c);
+    proc_end_sent(p);
+    run_for(0.4);
+    assert_ptr_equal(proc_by_pid(t, g.pid), p);
+    proc_unsubscribe(&c.sub);
+    assert_null(proc_by_pid(t, g.pid));
+
+    /* No end went out: kept (as long as the caps allow). */
+    p = finished(t, "exit 4");
+    run_for(0.4);
+    assert_ptr_equal(proc_by_pid(t, proc_pid(p)), p);
+    proc_table_free(t);
+}
+
+static void test_finished_bytes_cap(void **st)
+{
+    (void)st;
+    /* Two of 3000 bytes of output each do not fit in 6000 with their
+     * records: the older goes; the newer stays, and a quiet one fits beside it. */
+    struct proc_table *t = table_keep(4096, 6000, 0);
+    struct proc *a = finished(t, "head -c 3000 /dev/zero");
+    pid_t pa = proc_pid(a);
+    assert_int_equal(proc_read_end(a, PROC_STDOUT), 3000);
+    struct proc *b = finished(t, "head -c 3000 /dev/zero");
+    assert_null(proc_by_pid(t, pa));
+    assert_ptr_equal(proc_by_pid(t, proc_pid(b)), b);
+    struct proc *c = finished(t, "exit 0");
+    assert_ptr_equal(proc_by_pid(t, proc_pid(b)), b);
+    assert_ptr_equal(proc_by_pid(t, proc_pid(c)), c);
+    proc_table_free(t);
+    /* A bound smaller than one record: the newest is kept all the same. */
+    t = table_keep(4096, 1, 0);
+    a = finished(t, "echo one");
+    pa = proc_pid(a);
+    assert_ptr_equal(proc_by_pid(t, pa), a);
+    b = finished(t, "echo two");
+    assert_null(proc_by_pid(t, pa));
+    assert_string_equal(output(b, PROC_STDOUT), "two\n");
     proc_table_free(t);
 }
 
@@ -956,6 +1070,8 @@ int main(void)
         cmocka_unit_test(test_held_output_after_the_exit_waits_for_the_stall_time_only),
         cmocka_unit_test(test_finished_cap),
         cmocka_unit_test(test_forget_while_ending_and_with_readers),
+        cmocka_unit_test(test_kept_for_a_time_after_the_end_went_out),
+        cmocka_unit_test(test_finished_bytes_cap),
         cmocka_unit_test(test_env_builder),
         cmocka_unit_test(test_defaults_used_not_kept_and_their_room),
         cmocka_unit_test(test_env_and_cwd),

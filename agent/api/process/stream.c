@@ -10,7 +10,8 @@
  * the rings keep what the child writes meanwhile, and the stream jumps to
  * the oldest byte kept (the jump is logged). Once the process has ended and
  * every channel is read to its end, the end event and the end-stream
- * message; the end is then read, and the record may go (proc_forget).
+ * message; the end is then sent, and the record may go some time later
+ * (proc_end_sent: sent is not delivered, the client may have gone).
  * Keepalives go out while the stream is idle. The client leaving only
  * unsubscribes: the process runs on.
  *
@@ -82,7 +83,7 @@ static void send_end(struct pstream *ps)
     struct buf *b = msg_buf();
     if (send_msg(ps, b, process_event_end(b, proc_end(p))) < 0) return;
     rpc_end(ps->call);
-    proc_forget(p); /* its end is read: the record may go */
+    proc_end_sent(p); /* the record may go once the time to reconnect is over */
     close_stream(ps);
 }
 
