@@ -107,10 +107,16 @@
 #define WEBHOOK_BUDGET_SECONDS 10.0
 #define MCP_STATUS_PATH "/snowflake/mcp/status.json"
 
-/* serve: output kept per channel of each process, and finished processes kept. */
+/* serve: output kept per channel of each process, and finished processes
+ * kept: at most so many, holding at most so many bytes in all, each until
+ * so long after an end event went out for it. */
 #define ENV_RETAIN_BYTES "SANDBOX_AGENT_RETAIN_BYTES"
 #define DEFAULT_RETAIN_BYTES (8u * 1024u * 1024u)
 #define DEFAULT_KEEP_FINISHED 1024
+#define ENV_KEEP_FINISHED_BYTES "SANDBOX_AGENT_KEEP_FINISHED_BYTES"
+#define DEFAULT_KEEP_FINISHED_BYTES (64u * 1024u * 1024u)
+#define ENV_KEEP_FINISHED_SECONDS "SANDBOX_AGENT_KEEP_FINISHED_SECONDS"
+#define DEFAULT_KEEP_FINISHED_SECONDS 30.0
 /* serve: how long a process's output waits for a stream that reads nothing
  * while it is a ring behind, before that stream is left to skip. */
 #define ENV_STALL_SECONDS "SANDBOX_AGENT_STALL_SECONDS"

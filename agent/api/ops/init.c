@@ -66,13 +66,8 @@ static int apply(const struct ops_initreq *r, enum rpc_code *code, char *err)
     struct asuser_defaults next;
     int had = ops_token_present();
     *code = RPC_INTERNAL;
-    if (asuser_defaults_merge(&next, r->env, r->nenv, INITREQ_ENV_MAX, r->workdir, r->user) < 0) {
-        if (errno != E2BIG) {
-            err_set(err, "out of memory");
-            return -1;
-        }
-        *code = RPC_INVALID_ARGUMENT;
-        err_set(err, "'envVars': more than %d variables in all", INITREQ_ENV_MAX);
+    if (asuser_defaults_merge(&next, r->env, r->nenv, INITREQ_ENV_MAX, r->workdir, r->user, err) < 0) {
+        if (errno == E2BIG) *code = RPC_INVALID_ARGUMENT; /* past a bound: the count, or the room */
         return -1;
     }
     if (r->token && ops_token_replace(r->token, r->token_len) < 0) {
