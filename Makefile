@@ -62,8 +62,8 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 # Variant "musl": the shipped binary.
 MUSL_CC     := musl-gcc
 # The hot paths for speed, the rest and the dependencies for size (the
-# binary's goal is 480 KB with everything, 80 KB of it BearSSL's: -Os on the cold code saves ~20 KB,
-# on the dependencies ~20 KB more). Hot: every byte of a serve stream or
+# binary's goal is 480 KB with everything, some 64 KB of it BearSSL's: -Os on
+# the cold code saves ~20 KB, on the dependencies ~20 KB more). Hot: every byte of a serve stream or
 # transfer goes through it (the copies, encoders, parsers and queues), and
 # what the serve benchmarks time; cold: set-up, options, the process table's
 # bookkeeping, reports, and the CLI modes (watch, session, fs), whose cost
