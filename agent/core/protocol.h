@@ -30,6 +30,8 @@
 #define ENV_RESULT_MAX "SANDBOX_RESULT_MAX_BYTES"
 #define ENV_WEBHOOK "SANDBOX_JOB_WEBHOOK"
 #define ENV_JOB_ID "SANDBOX_JOB_ID"
+/* The PEM bundle an https:// webhook's server is checked against. */
+#define ENV_WEBHOOK_CA_FILE "SANDBOX_JOB_WEBHOOK_CA_FILE"
 #define ENV_MAILBOX "SANDBOX_MAILBOX"
 
 /* Environment that tunes the agent itself. */
@@ -105,6 +107,8 @@
 #define DEFAULT_MAILBOX "/tmp/sandbox_mailbox.jsonl"
 #define DEFAULT_GRACE_SECONDS 5.0
 #define WEBHOOK_BUDGET_SECONDS 10.0
+/* Debian's (and Ubuntu's, Alpine's) bundle of the system's CAs. */
+#define DEFAULT_CA_FILE "/etc/ssl/certs/ca-certificates.crt"
 #define MCP_STATUS_PATH "/snowflake/mcp/status.json"
 
 /* serve: output kept per channel of each process, and finished processes
