@@ -14,7 +14,7 @@
 #   make bench         speed and memory against tini, dumb-init, catatonit, ...,
 #                      and serve against nginx, sshd and the fork/TCP floors
 #
-# Dependencies (libev, cJSON, libb64, http-parser, zlib) are Debian source packages
+# Dependencies (libev, cJSON, libb64, http-parser, zlib, BearSSL) are Debian source packages
 # fetched once into build/deps by deps/fetch.sh and checked against
 # deps/SHA256SUMS.
 # Missing Debian packages are installed by deps/packages.sh (root).
@@ -28,8 +28,8 @@ PYTHON      := /usr/bin/python3
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 15
 
-BUILD_PKGS  := musl-tools bzip2
-TEST_PKGS   := gcc libcmocka-dev python3-pytest python3-pytest-timeout clang libclang-rt-14-dev util-linux libcap2-bin curl openssl
+BUILD_PKGS  := musl-tools bzip2 xz-utils
+TEST_PKGS   := gcc libcmocka-dev python3-pytest python3-pytest-timeout clang libclang-rt-14-dev util-linux libcap2-bin openssl
 BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time nginx openssh-server openssh-client strace
 CONTAINER_PKGS := podman runc debootstrap busybox-static
 
@@ -42,7 +42,8 @@ EV_DEFS := -DEV_STANDALONE=1 -DEV_USE_EPOLL=1 -DEV_USE_POLL=1 -DEV_USE_SELECT=0 
            -DEV_USE_TIMERFD=0 -DEV_USE_CLOCK_SYSCALL=0 -DEV_USE_PORT=0 \
            -DEV_USE_KQUEUE=0 -DEV_NO_THREADS=1
 
-INCLUDES := -I. -isystem $(DEPS)/libev -isystem $(DEPS)/cjson -isystem $(DEPS)/libb64/include -isystem $(DEPS)/http-parser -isystem $(DEPS)/zlib
+INCLUDES := -I. -isystem $(DEPS)/libev -isystem $(DEPS)/cjson -isystem $(DEPS)/libb64/include -isystem $(DEPS)/http-parser -isystem $(DEPS)/zlib \
+            -isystem $(DEPS)/bearssl/inc
 # zlib computes its CRC tables on first use instead of carrying 8 KB of them.
 ZLIB_DEFS := -DDYNAMIC_CRC_TABLE
 DEFS     := -D_GNU_SOURCE -DSA_VERSION='"$(VERSION)"' $(EV_DEFS) $(ZLIB_DEFS)
@@ -61,8 +62,8 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 # Variant "musl": the shipped binary.
 MUSL_CC     := musl-gcc
 # The hot paths for speed, the rest and the dependencies for size (the
-# binary's goal is 400 KB with everything: -Os on the cold code saves ~20 KB,
-# on the dependencies ~20 KB more). Hot: every byte of a serve stream or
+# binary's goal is 480 KB with everything, some 64 KB of it BearSSL's: -Os on
+# the cold code saves ~20 KB, on the dependencies ~20 KB more). Hot: every byte of a serve stream or
 # transfer goes through it (the copies, encoders, parsers and queues), and
 # what the serve benchmarks time; cold: set-up, options, the process table's
 # bookkeeping, reports, and the CLI modes (watch, session, fs), whose cost
@@ -147,13 +148,32 @@ deps: $(DEPS)/.stamp
 .SECONDARY:
 
 # ---- the static binary ----------------------------------------------------
+# BearSSL: all of it in one archive per variant (deps/bearssl.mk), from which
+# the linker takes only what is reached. Its entropy comes from getrandom(2),
+# injected by agent/core/tls.c, not from an open of /dev/urandom.
+# The sanitizer builds read words a byte at a time (no unaligned loads for
+# UBSan to stop on).
+BEARSSL_DEFS := -DBR_USE_URANDOM=0
+BEARSSL_SAN_DEFS := $(BEARSSL_DEFS) -DBR_LE_UNALIGNED=0 -DBR_BE_UNALIGNED=0
+BEARSSL_CFLAGS_musl = -std=gnu11 $(MUSL_DEP_OPT) -w -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(BEARSSL_DEFS)
+BEARSSL_CFLAGS_asan = -std=gnu11 -O1 -g -w $(SAN) $(BEARSSL_SAN_DEFS)
+BEARSSL_CFLAGS_fuzz = -w $(FUZZ_CFLAGS) -std=gnu11 $(BEARSSL_SAN_DEFS)
+BEARSSL_CC_musl = $(MUSL_CC)
+BEARSSL_CC_asan = $(ASAN_CC)
+BEARSSL_CC_fuzz = $(FUZZ_CC)
+$(B)/%/libbearssl.a: $(DEPS)/.stamp deps/bearssl.mk
+	@+$(MAKE) --no-print-directory -f deps/bearssl.mk SRC=$(DEPS)/bearssl OUT=$(B)/$*/deps/bearssl LIB=$@ \
+	    CC='$(BEARSSL_CC_$*)' CFLAGS='$(BEARSSL_CFLAGS_$*)'
+$(B)/musl/libbearssl.a: | $(B)/.pkgs-build
+$(B)/asan/libbearssl.a $(B)/fuzz/libbearssl.a: | $(B)/.pkgs-test
+
 $(B)/musl/deps/%.o: $(DEPS)/.stamp | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -std=gnu11 $(MUSL_DEP_OPT) -w -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables $(DEFS) $(INCLUDES) -c $(DEPS)/$*.c -o $@
 $(B)/musl/%.o: %.c $(DEPS)/.stamp | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) $(MUSL_CFLAGS) $(DEPFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
-$(B)/sandbox-agent: $(call obj,musl,$(SRC)) $(call depobj,musl)
+$(B)/sandbox-agent: $(call obj,musl,$(SRC)) $(call depobj,musl) $(B)/musl/libbearssl.a
 	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^ -lm
 	@echo "built $@ ($$(stat -c %s $@) bytes)"
 
@@ -164,12 +184,12 @@ $(B)/asan/deps/%.o: $(DEPS)/.stamp | $(B)/.pkgs-test
 $(B)/asan/%.o: %.c $(DEPS)/.stamp | $(B)/.pkgs-test
 	@mkdir -p $(dir $@)
 	$(ASAN_CC) $(ASAN_CFLAGS) $(DEPFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
-$(B)/asan/sandbox-agent: $(call obj,asan,$(SRC)) $(call depobj,asan)
+$(B)/asan/sandbox-agent: $(call obj,asan,$(SRC)) $(call depobj,asan) $(B)/asan/libbearssl.a
 	$(ASAN_CC) $(SAN) -o $@ $^ -lm
 asan: $(B)/asan/sandbox-agent
 
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/unit/%,$(UNIT_SRC))
-$(B)/unit/%: $(B)/asan/tests/unit/%.o $(call obj,asan,$(LIB_SRC)) $(call depobj,asan)
+$(B)/unit/%: $(B)/asan/tests/unit/%.o $(call obj,asan,$(LIB_SRC)) $(call depobj,asan) $(B)/asan/libbearssl.a
 	@mkdir -p $(dir $@)
 	$(ASAN_CC) $(SAN) -o $@ $^ -lcmocka -lm
 unit-bins: $(UNIT_BINS)
@@ -182,7 +202,7 @@ $(B)/fuzz/%.o: %.c $(DEPS)/.stamp | $(B)/.pkgs-test
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) $(DEPFLAGS) $(DEFS) $(INCLUDES) -c $< -o $@
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzzers/%,$(FUZZ_SRC))
-$(B)/fuzzers/%: $(B)/fuzz/tests/fuzz/%.o $(call obj,fuzz,$(LIB_SRC)) $(call depobj,fuzz)
+$(B)/fuzzers/%: $(B)/fuzz/tests/fuzz/%.o $(call obj,fuzz,$(LIB_SRC)) $(call depobj,fuzz) $(B)/fuzz/libbearssl.a
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lm
 fuzz-bins: $(FUZZ_BINS)
@@ -238,13 +258,17 @@ $(B)/bench/fwd: tests/bench/fwd.c $(B)/musl/deps/libev/ev.o
 
 # The serve rows' C client (tests/bench/hclient.c, its wire in hwire.c:
 # HTTP/1.1, Connect envelopes, base64) and their anchors (tests/bench/floor.c:
-# fork/exec/wait, loopback TCP, a pipe, a fast writer): libc only, static, -O2.
-BENCH_TOOLS := $(B)/bench/hclient $(B)/bench/floor
+# fork/exec/wait, loopback TCP, a pipe, a fast writer; tests/bench/ipcfloor.c:
+# the minimal Start server, the IPC floor): libc only, static, -O2.
+BENCH_TOOLS := $(B)/bench/hclient $(B)/bench/floor $(B)/bench/ipcfloor
 BENCH_CFLAGS := -std=c11 -O2 $(WARN) -static
 $(B)/bench/hclient: tests/bench/hclient.c tests/bench/hwire.c tests/bench/hwire.h | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) $(BENCH_CFLAGS) -o $@ tests/bench/hclient.c tests/bench/hwire.c
 $(B)/bench/floor: tests/bench/floor.c | $(B)/.pkgs-build
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(BENCH_CFLAGS) -o $@ $<
+$(B)/bench/ipcfloor: tests/bench/ipcfloor.c | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) $(BENCH_CFLAGS) -o $@ $<
 bench-tools: $(BENCH_TOOLS)

@@ -34,9 +34,9 @@ SRC
         apt-get update -qq >&2
     fi
     # --tar-only: the upstream tarballs only; Debian's packaging is not needed.
-    apt-get source --download-only --tar-only libev cjson libb64 http-parser zlib >&2 || {
+    apt-get source --download-only --tar-only libev cjson libb64 http-parser zlib bearssl >&2 || {
         apt-get update -qq >&2
-        apt-get source --download-only --tar-only libev cjson libb64 http-parser zlib >&2
+        apt-get source --download-only --tar-only libev cjson libb64 http-parser zlib bearssl >&2
     }
 fi
 
@@ -44,8 +44,8 @@ if ! sha256sum --check --strict --quiet "$here/SHA256SUMS"; then
     echo "deps/fetch.sh: a dependency tarball does not match deps/SHA256SUMS; refusing to build" >&2
     exit 1
 fi
-rm -rf libev cjson libb64 http-parser zlib
-mkdir libev cjson libb64 http-parser zlib
+rm -rf libev cjson libb64 http-parser zlib bearssl
+mkdir libev cjson libb64 http-parser zlib bearssl
 tar -xzf libev_4.33.orig.tar.gz -C libev --strip-components=1
 tar -xzf cjson_1.7.15.orig.tar.gz -C cjson --strip-components=1
 tar -xzf libb64_1.2.orig.tar.gz -C libb64 --strip-components=1
@@ -53,3 +53,6 @@ tar -xzf http-parser_2.9.4.orig.tar.gz -C http-parser --strip-components=1
 # zlib: only its deflate and inflate sources are built (see the Makefile).
 # Debian ships zlib as .tar.bz2: bzip2 is in BUILD_PKGS for it.
 tar -xjf zlib_1.2.13.dfsg.orig.tar.bz2 -C zlib --strip-components=1
+# BearSSL (TLS client, SHA-256): Debian ships it as .tar.xz (xz-utils is in
+# BUILD_PKGS); every source is built into one archive (deps/bearssl.mk).
+tar -xJf bearssl_0.6+dfsg.1.orig.tar.xz -C bearssl --strip-components=1

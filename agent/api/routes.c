@@ -19,6 +19,7 @@
  */
 #include "agent/api/routes.h"
 #include "agent/api/process/process.h"
+#include "agent/api/rest/compose.h"
 #include "agent/api/rest/files.h"
 #include "agent/api/filesystem/filesystem.h"
 #include "agent/api/ops/init.h"
@@ -110,6 +111,10 @@ static void on_head(struct conn *c, void *ctx)
         rest_files_on_head(c);
         return;
     }
+    if (!strcmp(path, ROUTE_FILES_COMPOSE)) {
+        rest_compose_on_head(c);
+        return;
+    }
     if (is_rest(path)) {
         if (httpreq_method(r) != HTTP_GET)
             rpc_http_error(c, 405, RPC_UNIMPLEMENTED, "only GET", "Allow: GET\r\n");
@@ -135,6 +140,8 @@ static void on_request(struct conn *c, void *ctx)
     if (!admitted(c, path)) return; /* the token may have changed since the head */
     if (!strcmp(path, ROUTE_FILES)) {
         rest_files_on_request(c);
+    } else if (!strcmp(path, ROUTE_FILES_COMPOSE)) {
+        rest_compose_on_request(c);
     } else if (!strcmp(path, ROUTE_HEALTH)) {
         conn_respond(c, 204, NULL, NULL, "", 0);
     } else if (!strcmp(path, ROUTE_METRICS)) {

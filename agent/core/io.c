@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 int io_write_all(int fd, const void *p, size_t n)
@@ -39,6 +40,29 @@ int io_set_nonblock(int fd, int on)
     if (fl < 0) return -1;
     fl = on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
     return fcntl(fd, F_SETFL, fl);
+}
+
+double io_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int io_wait(int fd, short events, double deadline)
+{
+    for (;;) {
+        double left = deadline - io_now();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {fd, events, 0};
+        int r = poll(&p, 1, (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r > 0) return 0;
+    }
 }
 
 int io_mkdir_p(const char *path, mode_t mode)

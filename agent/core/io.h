@@ -12,6 +12,13 @@
  * Returns 0, or -1 with errno set. */
 int io_write_all(int fd, const void *p, size_t n);
 int io_set_nonblock(int fd, int on);
+/* CLOCK_MONOTONIC in seconds: the clock of every deadline below. */
+double io_now(void);
+/* Wait until fd is ready for events (POLLIN, POLLOUT) or the deadline
+ * (io_now's clock) passes, retrying EINTR. Returns 0 when ready (or in
+ * error: the next read or write says which), or -1 with errno (ETIMEDOUT).
+ * For a helper process of its own that may block: never in the loop. */
+int io_wait(int fd, short events, double deadline);
 /* Write text to the file at path (opened for writing, not created) in one
  * write: a kernel knob (cgroup, /proc). Returns 0, or -1 with errno. */
 int io_write_text(const char *path, const char *text);

@@ -47,7 +47,7 @@ int nonce_take_secret(const char *name, struct nonce *n, const char **err)
 
 int nonce_take(struct nonce *n, const char **err) { return nonce_take_secret(ENV_NONCE, n, err); }
 
-static void overwrite(char *p, size_t n)
+void nonce_overwrite(void *p, size_t n)
 {
     /* explicit_bzero is not in every libc; a volatile write loop is not
      * optimised away either. */
@@ -57,7 +57,7 @@ static void overwrite(char *p, size_t n)
 
 void nonce_wipe(struct nonce *n)
 {
-    if (n->value) overwrite(n->value, n->len);
+    if (n->value) nonce_overwrite(n->value, n->len);
     free(n->value);
     n->value = NULL;
     n->len = 0;
@@ -67,7 +67,7 @@ void nonce_forget_secret(const char *name)
 {
     for (size_t i = 0; i < NSECRETS; i++)
         if (!strcmp(secret_names[i], name) && taken[i].value) {
-            overwrite(taken[i].value, taken[i].len);
+            nonce_overwrite(taken[i].value, taken[i].len);
             taken[i].len = 0;
         }
 }
@@ -75,7 +75,7 @@ void nonce_forget_secret(const char *name)
 void nonce_forget(void)
 {
     for (size_t i = 0; i < NSECRETS; i++) {
-        if (taken[i].value) overwrite(taken[i].value, taken[i].len);
+        if (taken[i].value) nonce_overwrite(taken[i].value, taken[i].len);
         taken[i].len = 0;
     }
 }
@@ -98,7 +98,7 @@ static int take_one(const char *name, struct nonce *n, const char **err)
             }
             n->len = strlen(n->value);
         }
-        overwrite(*e, strlen(*e));
+        nonce_overwrite(*e, strlen(*e));
     }
     if (!n->value && !(n->value = strdup(""))) {
         *err = "out of memory";

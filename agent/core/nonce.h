@@ -29,6 +29,9 @@ int nonce_take(struct nonce *n, const char **err);
 /* The same for the protected variable `name` (ENV_NONCE or ENV_TOKEN). */
 int nonce_take_secret(const char *name, struct nonce *n, const char **err);
 
+/* Overwrite n bytes at p with zeros, in a way the compiler keeps: for every
+ * buffer that held a secret (a copy of the nonce, a webhook body, a key). */
+void nonce_overwrite(void *p, size_t n);
 /* Overwrite a copy from nonce_take or nonce_take_secret, then free it. */
 void nonce_wipe(struct nonce *n);
 /* Overwrite the module's own copy of the secret `name` only (the API keeps

@@ -30,6 +30,8 @@
 #define ENV_RESULT_MAX "SANDBOX_RESULT_MAX_BYTES"
 #define ENV_WEBHOOK "SANDBOX_JOB_WEBHOOK"
 #define ENV_JOB_ID "SANDBOX_JOB_ID"
+/* The PEM bundle an https:// webhook's server is checked against. */
+#define ENV_WEBHOOK_CA_FILE "SANDBOX_JOB_WEBHOOK_CA_FILE"
 #define ENV_MAILBOX "SANDBOX_MAILBOX"
 
 /* Environment that tunes the agent itself. */
@@ -82,6 +84,7 @@
 /* serve's file transfer (README "sandbox-agent serve", the filesystem API):
  * the route, the metadata headers of an upload, the default user. */
 #define ROUTE_FILES "/files"
+#define ROUTE_FILES_COMPOSE "/files/compose"
 #define HEADER_METADATA_PREFIX "X-Metadata-"
 #define ENV_USER "SANDBOX_AGENT_USER"
 
@@ -104,12 +107,20 @@
 #define DEFAULT_MAILBOX "/tmp/sandbox_mailbox.jsonl"
 #define DEFAULT_GRACE_SECONDS 5.0
 #define WEBHOOK_BUDGET_SECONDS 10.0
+/* Debian's (and Ubuntu's, Alpine's) bundle of the system's CAs. */
+#define DEFAULT_CA_FILE "/etc/ssl/certs/ca-certificates.crt"
 #define MCP_STATUS_PATH "/snowflake/mcp/status.json"
 
-/* serve: output kept per channel of each process, and finished processes kept. */
+/* serve: output kept per channel of each process, and finished processes
+ * kept: at most so many, holding at most so many bytes in all, each until
+ * so long after an end event went out for it. */
 #define ENV_RETAIN_BYTES "SANDBOX_AGENT_RETAIN_BYTES"
 #define DEFAULT_RETAIN_BYTES (8u * 1024u * 1024u)
 #define DEFAULT_KEEP_FINISHED 1024
+#define ENV_KEEP_FINISHED_BYTES "SANDBOX_AGENT_KEEP_FINISHED_BYTES"
+#define DEFAULT_KEEP_FINISHED_BYTES (64u * 1024u * 1024u)
+#define ENV_KEEP_FINISHED_SECONDS "SANDBOX_AGENT_KEEP_FINISHED_SECONDS"
+#define DEFAULT_KEEP_FINISHED_SECONDS 30.0
 /* serve: how long a process's output waits for a stream that reads nothing
  * while it is a ring behind, before that stream is left to skip. */
 #define ENV_STALL_SECONDS "SANDBOX_AGENT_STALL_SECONDS"

@@ -33,6 +33,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -45,6 +46,16 @@
 int spawn_exec_exit_code(int exec_errno)
 {
     return exec_errno == ENOENT || exec_errno == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC;
+}
+
+size_t spawn_arg_max(void)
+{
+    const size_t stk_lim = 8u << 20, arg_max = 128u << 10; /* the kernel's _STK_LIM and ARG_MAX */
+    size_t limit = stk_lim / 4 * 3;
+    struct rlimit r;
+    if (getrlimit(RLIMIT_STACK, &r) == 0 && r.rlim_cur != RLIM_INFINITY && r.rlim_cur / 4 < limit)
+        limit = (size_t)(r.rlim_cur / 4);
+    return limit > arg_max ? limit : arg_max;
 }
 
 int spawn_exit_code(int status)

@@ -61,6 +61,19 @@ int spawn_exec_exit_code(int exec_errno);
  * missing command, else strerror's text. */
 const char *spawn_exec_reason(int exec_errno);
 
+/* What execve takes of argv and envp for a child of this process, the
+ * kernel's bound (fs/exec.c, bprm_stack_limits): a quarter of the stack's
+ * soft limit (RLIMIT_STACK), at most three quarters of the kernel's 8 MiB
+ * _STK_LIM (6 MiB: an unlimited stack too), at least ARG_MAX (128 KiB);
+ * each string counted with its NUL and its pointer (SPAWN_ARG_COST). A
+ * child inherits the limit it is measured by. Past it exec fails with
+ * E2BIG, as past SPAWN_ARG_STRLEN in one string. */
+size_t spawn_arg_max(void);
+#define SPAWN_ARG_COST(len) ((size_t)(len) + 1 + sizeof(char *))
+/* One argument or "NAME=VALUE" with its NUL, at most (MAX_ARG_STRLEN: 32
+ * pages; 4 KiB pages, the smallest Linux has, give 128 KiB). */
+#define SPAWN_ARG_STRLEN (32u * 4096u)
+
 /* Exit code of a wait status: the status, or 128+N for death by signal N. */
 int spawn_exit_code(int status);
 

@@ -140,6 +140,8 @@ struct files_write_opts {
     int guard_signals; /* a one-shot process: a fatal signal mid-write removes the
                         * temporary file (installs handlers; not for a process
                         * with signal handling of its own) */
+    int replace_link;  /* a symlink at path is replaced itself, as rename(2)
+                        * replaces it, not written through */
 };
 
 /* in_fd to EOF into path: atomically (temporary file beside it, fsync,
@@ -161,15 +163,35 @@ typedef int (*files_prepare_fn)(void *ctx, int fd, const char *replaced);
  * aborts the write with it. */
 typedef int (*files_named_fn)(void *ctx, const char *tmp);
 
+/* Fills the temporary file fd instead of the input fd's bytes: *bytes
+ * its count. A nonzero errno value aborts the write with it. */
+typedef int (*files_fill_fn)(void *ctx, int fd, long long *bytes);
+
 struct files_write_hooks {
     files_prepare_fn prepare; /* or NULL */
     files_named_fn named;     /* or NULL */
     void *ctx;
+    files_fill_fn fill;       /* or NULL: in_fd to EOF */
 };
 
 /* files_write (never append) with the hooks. */
 int files_write_hooked(const char *path, int in_fd, const struct files_write_opts *o,
                     const struct files_write_hooks *h, long long *bytes, struct files_err *e);
+
+/* The regular files srcs[0..n) (symlinks followed), in order, into dst
+ * as files_write_hooked writes it (a temporary file beside it, fsynced,
+ * renamed into place: a reader sees the old dst or the whole new one;
+ * parents made; a symlink at dst replaced, not written through), with no
+ * copy through the process where the filesystem allows: the first source
+ * cloned (FICLONE), the rest by copy_file_range(2). Every source is
+ * checked before anything is made (a source that is dst, missing, or not
+ * a regular file fails naming it); the sources are removed (their names:
+ * a symlink, not its target) only once dst is in place. Failing, it
+ * leaves dst and the sources as they were and no temporary file. h:
+ * prepare and named as files_write_hooked's (fill is compose's own).
+ * (compose.c) */
+int files_compose(const char *const *srcs, size_t n, const char *dst, const struct files_write_hooks *h,
+                  long long *bytes, struct files_err *e);
 
 /* A regular file opened for reading: never a FIFO, a device or a /proc stream. */
 struct files_reader {

@@ -95,13 +95,16 @@ struct target {
 };
 
 /* Write through a symlink as `> path` would: replace what it points to, not
- * the link. A dangling link is replaced itself. */
-static int find_target(const char *path, struct target *t, struct files_err *e)
+ * the link. A dangling link is replaced itself, and so is every link with
+ * replace_link (a new file in its place). */
+static int find_target(const char *path, int replace_link, struct target *t, struct files_err *e)
 {
     t->path = path;
     t->resolved = NULL;
-    if (lstat(path, &t->st) == 0 && S_ISLNK(t->st.st_mode) && (t->resolved = realpath(path, NULL)))
-        t->path = t->resolved;
+    if (lstat(path, &t->st) == 0 && S_ISLNK(t->st.st_mode)) {
+        if (replace_link) return t->exists = 0;
+        if ((t->resolved = realpath(path, NULL))) t->path = t->resolved;
+    }
     t->exists = stat(t->path, &t->st) == 0;
     if (!t->exists && errno != ENOENT) return files_fail(e, errno, path);
     if (t->exists && S_ISDIR(t->st.st_mode)) return files_fail(e, EISDIR, path);
@@ -150,8 +153,8 @@ static int fill_tmp(int fd, int in_fd, const char *path, const struct target *t,
                     int *read_side)
 {
     int e = 0;
-    *bytes = copy_in(in_fd, fd, read_side);
-    if (*bytes < 0) e = errno;
+    if (h->fill) e = h->fill(h->ctx, fd, bytes);
+    else if ((*bytes = copy_in(in_fd, fd, read_side)) < 0) e = errno;
     if (!e && h->prepare) e = h->prepare(h->ctx, fd, t->exists ? t->path : NULL);
     /* Replacing someone's file as root keeps it theirs. */
     if (!e && t->exists && geteuid() == 0 && fchown(fd, t->st.st_uid, t->st.st_gid) < 0)
@@ -258,7 +261,7 @@ static int write_file(const char *path, int in_fd, const struct files_write_opts
     if (!*path) return files_fail(e, ENOENT, path);
     if (o->parents && files_make_parents(path) < 0) return files_fail(e, errno, path);
     struct target t;
-    int r = find_target(path, &t, e);
+    int r = find_target(path, o->replace_link, &t, e);
     if (r == 0) r = o->append ? write_append(path, &t, in_fd, o, bytes, e)
                               : write_atomic(path, &t, in_fd, o, h, bytes, e);
     free(t.resolved);

@@ -163,7 +163,8 @@ int fsrun_move(const struct fs_args *a)
 int fsrun_write(const struct fs_args *a)
 {
     /* A one-shot process: a fatal signal mid-write removes the temporary file. */
-    struct files_write_opts o = {a->has_mode, a->mode, a->parents, a->append, 1};
+    struct files_write_opts o = {.has_mode = a->has_mode, .mode = a->mode, .parents = a->parents, .append = a->append,
+                                 .guard_signals = 1};
     struct files_err e;
     long long n;
     if (files_write(a->paths[0], STDIN_FILENO, &o, &n, &e) < 0) return fsout_fail_err("write", &e, "<stdin>");

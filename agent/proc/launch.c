@@ -1,11 +1,13 @@
 /*
- * proc_launch.c - making the child of a Start (see pimpl.h): its working
+ * launch.c - making the child of a Start (see proc_priv.h): its working
  * directory (the user's home by default, "~" and relative paths from it, as
  * envd resolves them), its environment (a login's PATH unless the base has
  * one, the base, then HOME, USER, LOGNAME, SHELL and PWD as a login sets
- * them, then the request's; the last of a name wins), its identity (uid, gid, groups; only root may switch), and its fds:
- * pipes for stdout and stderr and stdin (or /dev/null), or a new pty whose
- * slave is fds 0-2 and the controlling terminal of a new session.
+ * them, then POST /init's defaults, then the request's; the last of a name
+ * wins) and the room execve leaves for it, its identity (uid, gid, groups;
+ * only root may switch), and its fds: pipes for stdout and stderr and stdin
+ * (or /dev/null), or a new pty whose slave is fds 0-2 and the controlling
+ * terminal of a new session.
  */
 #include "agent/proc/proc_priv.h"
 #include "agent/core/err.h"
@@ -137,8 +139,10 @@ static void strv_free_all(char **v)
     free(v);
 }
 
-/* The login variables of u in cwd, malloc'd, into login[0..*n). */
-static int login_vars(const struct user_info *u, const char *cwd, char *login[6], size_t *n)
+/* The login variables of u in cwd, malloc'd, into login[0..*n): no more
+ * than LOGIN_VARS, none longer than login_room counts them. */
+#define LOGIN_VARS 6
+static int login_vars(const struct user_info *u, const char *cwd, char *login[LOGIN_VARS], size_t *n)
 {
     *n = 0;
     login[(*n)++] = strdup("PATH=" LOGIN_PATH); /* before the base: the base's wins */
@@ -154,17 +158,35 @@ static int login_vars(const struct user_info *u, const char *cwd, char *login[6]
     return 0;
 }
 
-char **proc_launch_env(const struct proc_table *t, const struct user_info *u, const char *cwd,
-                char *const *req)
+/* The most the login variables take (login_vars): "PATH=" LOGIN_PATH,
+ * then HOME, SHELL and PWD paths and USER and LOGNAME names at their
+ * longest (core/user.h), each at SPAWN_ARG_COST. */
+static size_t login_room(void)
+{
+    return SPAWN_ARG_COST(sizeof "PATH=" LOGIN_PATH - 1) + 3 * SPAWN_ARG_COST(sizeof "SHELL=" + USER_PATH_MAX) +
+           2 * SPAWN_ARG_COST(sizeof "LOGNAME=" + USER_NAME_MAX);
+}
+
+size_t proc_launch_env_room(const struct proc_table *t)
 {
     char *const *base = t->o.base_env ? t->o.base_env : environ;
-    char *login[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, **env = NULL, **kept = NULL;
-    size_t nb = count(base), nr = count(req), nl = 0, n = 0;
-    const char **all = malloc((nb + 6 + nr + 1) * sizeof *all);
+    size_t max = spawn_arg_max(), used = PROC_START_ROOM(max) + login_room();
+    for (size_t i = 0; base[i]; i++) used += SPAWN_ARG_COST(strlen(base[i]));
+    return used < max ? max - used : 0;
+}
+
+char **proc_launch_env(const struct proc_table *t, const struct user_info *u, const char *cwd,
+                char *const *defaults, char *const *req)
+{
+    char *const *base = t->o.base_env ? t->o.base_env : environ;
+    char *login[LOGIN_VARS] = {NULL}, **env = NULL, **kept = NULL;
+    size_t nb = count(base), nd = count(defaults), nr = count(req), nl = 0, n = 0;
+    const char **all = malloc((nb + LOGIN_VARS + nd + nr + 1) * sizeof *all);
     if (!all || login_vars(u, cwd, login, &nl) < 0) goto out;
     all[n++] = login[0];
     for (size_t i = 0; i < nb; i++) all[n++] = base[i];
     for (size_t i = 1; i < nl; i++) all[n++] = login[i];
+    for (size_t i = 0; i < nd; i++) all[n++] = defaults[i];
     for (size_t i = 0; i < nr; i++) all[n++] = req[i];
     if (!(kept = env_dedup(all, n))) goto out;
     size_t k = count(kept);
@@ -179,7 +201,7 @@ char **proc_launch_env(const struct proc_table *t, const struct user_info *u, co
 out:
     free(kept);
     free(all);
-    for (size_t i = 0; i < 6; i++) free(login[i]);
+    for (size_t i = 0; i < LOGIN_VARS; i++) free(login[i]);
     return env;
 }
 
@@ -290,7 +312,7 @@ int proc_launch(struct proc *p, const struct proc_start *s, char *err)
 
     uid_t euid = geteuid(); /* once a start */
     if (check_user(s->user, euid, err) < 0 || resolve_cwd(s->cwd, s->user, &cwd, err) < 0) return -1;
-    env = proc_launch_env(p->t, s->user, cwd, s->envs);
+    env = proc_launch_env(p->t, s->user, cwd, s->defaults, s->envs);
     if (!env || !(p->g = proc_group_new(p->t, &cg_fd))) {
         err_set(err, "out of memory");
         e = ENOMEM;

@@ -1,7 +1,13 @@
 /*
  * proc.c - the process table (see proc.h): starting, finding, listing,
  * signalling, keeping and dropping records, shutting down. The child's
- * making is proc_launch.c's, its fds and end pio.c's.
+ * making is launch.c's, its fds and end io.c's.
+ *
+ * Finished records are kept in the order they finished: until keep_sent
+ * seconds after their last end event went out (a timer each, on the
+ * loop's monotonic clock), and while more than keep_finished are kept or
+ * they hold more than keep_bytes the oldest one without a subscriber goes
+ * first (the newest is never dropped for the bytes).
  */
 #include "agent/proc/proc_priv.h"
 #include "agent/core/list.h"
@@ -25,6 +31,8 @@ int proc_table_opts_env(struct proc_table_opts *o, char *err)
     o->keep_finished = DEFAULT_KEEP_FINISHED;
     o->grace = DEFAULT_GRACE_SECONDS;
     o->stall = DEFAULT_STALL_SECONDS;
+    o->keep_bytes = DEFAULT_KEEP_FINISHED_BYTES;
+    o->keep_sent = DEFAULT_KEEP_FINISHED_SECONDS;
     const char *v = getenv(ENV_RETAIN_BYTES);
     uint64_t n;
     if (v && *v) {
@@ -34,6 +42,21 @@ int proc_table_opts_env(struct proc_table_opts *o, char *err)
             return -1;
         }
         o->retain = (size_t)n;
+    }
+    v = getenv(ENV_KEEP_FINISHED_BYTES);
+    if (v && *v) {
+        if (num_count(v, PROC_KEEP_BYTES_MAX, &n) < 0 || n == 0) {
+            err_set(err, "%s '%.40s' is not a byte count (1 to %llu)", ENV_KEEP_FINISHED_BYTES, v,
+                    (unsigned long long)PROC_KEEP_BYTES_MAX);
+            return -1;
+        }
+        o->keep_bytes = (size_t)n;
+    }
+    v = getenv(ENV_KEEP_FINISHED_SECONDS);
+    if (v && *v && num_seconds(v, NUM_MAX_SECONDS, &o->keep_sent) < 0) {
+        err_set(err, "%s '%.40s' is not a number of seconds (0 to %.0f)", ENV_KEEP_FINISHED_SECONDS, v,
+                NUM_MAX_SECONDS);
+        return -1;
     }
     v = getenv(ENV_STALL_SECONDS);
     if (v && *v && num_seconds(v, NUM_MAX_SECONDS, &o->stall) < 0) {
@@ -101,10 +124,29 @@ static void strv_free(char **v)
     free(v);
 }
 
+/* The bytes of a NULL-terminated array of strings, the array included. */
+static size_t strv_bytes(char *const *v)
+{
+    size_t n = sizeof *v;
+    for (size_t i = 0; v && v[i]; i++) n += sizeof *v + strlen(v[i]) + 1;
+    return n;
+}
+
+/* What a finished record holds: itself, its rings (shrunk), its config. */
+static size_t rec_bytes(const struct proc *p)
+{
+    size_t n = sizeof *p + strv_bytes(p->argv) + strv_bytes(p->envs);
+    for (int i = 0; i < PROC_CHANS; i++) n += p->ch[i].ring.cap;
+    if (p->cwd) n += strlen(p->cwd) + 1;
+    if (p->tag) n += strlen(p->tag) + 1;
+    return n;
+}
+
 /* Unlink p from everything that holds it and free it. */
 static void rec_free(struct proc *p)
 {
     struct proc_table *t = p->t;
+    ev_timer_stop(t->loop, &p->keep);
     proc_io_release(p);
     proc_group_release(p->g);
     if (p->pid_indexed) hash_del(&t->pids, &p->by_pid);
@@ -121,6 +163,7 @@ static void rec_free(struct proc *p)
         if (p->fnext) p->fnext->fprev = p->fprev;
         else t->flast = p->fprev;
         t->nfinished--;
+        t->fbytes -= p->bytes;
     }
     strv_free(p->argv);
     strv_free(p->envs);
@@ -141,12 +184,16 @@ void proc_table_free(struct proc_table *t)
     free(t);
 }
 
+static void on_keep_over(struct ev_loop *loop, ev_timer *w, int revents);
+
 /* A record holding a copy of the config, with nothing open. */
 static struct proc *rec_new(struct proc_table *t, const struct proc_start *s)
 {
     struct proc *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->t = t;
+    ev_timer_init(&p->keep, on_keep_over, 0., 0.);
+    p->keep.data = p;
     p->in_fd = -1;
     p->pty = s->pty;
     for (int i = 0; i < PROC_CHANS; i++) {
@@ -375,10 +422,18 @@ void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *
     LIST_PUSH(p->subs, s);
 }
 
-/* Drop the oldest finished records nobody is reading while over the cap. */
+/* More finished records kept than the count, or the bytes, allow; the
+ * newest one is never over the bytes alone. */
+static int over_caps(const struct proc_table *t, const struct proc *oldest)
+{
+    if (t->nfinished > t->o.keep_finished) return 1;
+    return t->o.keep_bytes && t->fbytes > t->o.keep_bytes && oldest != t->flast;
+}
+
+/* Drop the oldest finished records nobody is reading while over a cap. */
 static void evict(struct proc_table *t)
 {
-    for (struct proc *p = t->ffirst, *next; p && t->nfinished > t->o.keep_finished; p = next) {
+    for (struct proc *p = t->ffirst, *next; p && over_caps(t, p); p = next) {
         next = p->fnext;
         if (!p->subs) rec_free(p);
     }
@@ -398,11 +453,30 @@ void proc_unsubscribe(struct proc_sub *s)
     else evict(p->t);
 }
 
-void proc_forget(struct proc *p)
+/* Its time after the end went out is over: it goes, now or with its last
+ * subscriber. */
+static void forget(struct proc *p)
 {
-    if (!p->ended) return;
     p->forget = 1;
     if (p->kept && !p->subs) rec_free(p);
+}
+
+static void on_keep_over(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    forget(w->data);
+}
+
+void proc_end_sent(struct proc *p)
+{
+    if (!p->ended) return;
+    if (p->t->o.keep_sent <= 0) {
+        forget(p);
+        return;
+    }
+    p->forget = 0; /* the time runs again from now */
+    ev_timer_stop(p->t->loop, &p->keep);
+    ev_timer_set(&p->keep, p->t->o.keep_sent, 0.);
+    ev_timer_start(p->t->loop, &p->keep);
 }
 
 void proc_finished(struct proc *p)
@@ -421,6 +495,8 @@ void proc_finished(struct proc *p)
     else t->ffirst = p;
     t->flast = p;
     t->nfinished++;
+    p->bytes = rec_bytes(p);
+    t->fbytes += p->bytes;
     evict(t);
 }
 

@@ -7,8 +7,12 @@
  * its own session, the pty as controlling terminal and fds 0-2; where the
  * table may make cgroups, each in a cgroup of its own), their pipes and pty
  * masters, their timeouts (TERM, grace, KILL) and their records: a
- * finished process is kept, its end and rings readable, until more than
- * keep_finished are kept (oldest dropped first). A signal, a timeout, a
+ * finished process is kept, its end and rings readable, until keep_sent
+ * seconds after the last end event that went out for it (proc_end_sent;
+ * one written into a socket its client had closed counts as sent, so it
+ * is not dropped at once), but never more than keep_finished of them,
+ * holding keep_bytes in all: past either bound the oldest goes first,
+ * whatever its time left. A signal, a timeout, a
  * stop and the shutdown reach what a process started too: its cgroup's
  * members, or without one its leader's descendants (README "sandbox-agent
  * serve": what a process started goes with it). Knows nothing of HTTP,
@@ -55,6 +59,8 @@
 #define PROC_DRAIN_SECONDS 0.1
 /* The largest SANDBOX_AGENT_RETAIN_BYTES accepted. */
 #define PROC_RETAIN_MAX (1ull << 30)
+/* The largest SANDBOX_AGENT_KEEP_FINISHED_BYTES accepted. */
+#define PROC_KEEP_BYTES_MAX (1ull << 40)
 
 enum proc_chan { PROC_STDOUT = 0, PROC_STDERR = 1, PROC_PTY = 2, PROC_CHANS = 3 };
 
@@ -63,7 +69,9 @@ struct proc_table;
 
 struct proc_table_opts {
     size_t retain;              /* bytes kept per channel */
-    size_t keep_finished;       /* finished processes kept */
+    size_t keep_finished;       /* finished processes kept, at most */
+    size_t keep_bytes;          /* what they hold in all (rings, config), at most, but the newest; 0: no bound */
+    double keep_sent;           /* a finished process goes this long after an end event went out for it; 0: at once */
     double grace;               /* a timeout's or shutdown's TERM is followed by KILL after this */
     double stall;               /* a paced subscriber reading nothing this long is left to skip; 0: never waited for */
     enum cgroup_want cgroups;   /* cgroups for the processes: CGROUP_WANT_OFF (0) none */
@@ -73,8 +81,10 @@ struct proc_table_opts {
 };
 
 /* The defaults (DEFAULT_RETAIN_BYTES, DEFAULT_KEEP_FINISHED,
+ * DEFAULT_KEEP_FINISHED_BYTES, DEFAULT_KEEP_FINISHED_SECONDS,
  * DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS, cgroups where they may be
- * made) with SANDBOX_AGENT_RETAIN_BYTES, SANDBOX_AGENT_STALL_SECONDS and
+ * made) with SANDBOX_AGENT_RETAIN_BYTES, SANDBOX_AGENT_KEEP_FINISHED_BYTES,
+ * SANDBOX_AGENT_KEEP_FINISHED_SECONDS, SANDBOX_AGENT_STALL_SECONDS and
  * SANDBOX_AGENT_CGROUPS read from the environment. Returns 0, or -1 with a
  * message in err for a bad value. */
 int proc_table_opts_env(struct proc_table_opts *o, char *err);
@@ -88,7 +98,9 @@ void proc_table_free(struct proc_table *t);
 
 struct proc_start {
     char *const *argv;          /* argv[0]: the command, searched in PATH; NULL-terminated */
-    char *const *envs;          /* "NAME=VALUE" set on top (later wins); NULL-terminated or NULL */
+    char *const *defaults;      /* "NAME=VALUE" after the login variables (POST /init's); NULL-terminated
+                                 * or NULL; used for the exec only, not kept in the record */
+    char *const *envs;          /* "NAME=VALUE" set on top (later wins); NULL-terminated or NULL; kept */
     const char *cwd;            /* NULL or "": the user's home; "~", "~/x", relative: from the home */
     const char *tag;            /* NULL: none; unique among running processes */
     const struct user_info *user; /* NULL: as the agent, without login variables */
@@ -104,13 +116,24 @@ struct proc_start {
 struct proc *proc_start(struct proc_table *t, const struct proc_start *s, char *err);
 
 /* The environment a Start as u (NULL: as the agent) in directory cwd (NULL:
- * none known) with envs gets: a login's PATH unless the base has one, the
- * base (proc_table_opts.base_env), HOME, USER, LOGNAME, SHELL, PWD, then
- * envs; the last of a name wins. A malloc'd array of malloc'd strings (free
- * with proc_launch_env_free), or NULL when out of memory. */
+ * none known) with defaults and envs gets: a login's PATH unless the base
+ * has one, the base (proc_table_opts.base_env), HOME, USER, LOGNAME, SHELL,
+ * PWD, then defaults, then envs; the last of a name wins. A malloc'd array
+ * of malloc'd strings (free with proc_launch_env_free), or NULL when out of
+ * memory. */
 char **proc_launch_env(const struct proc_table *t, const struct user_info *u, const char *cwd,
-                char *const *envs);
+                char *const *defaults, char *const *envs);
 void proc_launch_env_free(char **env);
+
+/* What execve takes (spawn_arg_max, each string at SPAWN_ARG_COST) that is
+ * left for a Start's defaults once room is kept for its own argv and envs
+ * (a quarter of the kernel's bound) and for what every child of t gets
+ * whatever it asks (the base environment, a login's PATH, HOME, USER,
+ * LOGNAME, SHELL and PWD at their longest). Defaults within it leave
+ * every Start whose own argv and envs fit in that quarter able to exec. */
+size_t proc_launch_env_room(const struct proc_table *t);
+/* The room kept for a Start's own argv and envs: a quarter of the bound. */
+#define PROC_START_ROOM(arg_max) ((arg_max) / 4)
 
 /* Lookups prefer the running process, else the most recently started. */
 struct proc *proc_by_pid(struct proc_table *t, pid_t pid);
@@ -123,7 +146,7 @@ size_t proc_table_running(const struct proc_table *t);
 pid_t proc_pid(const struct proc *p);
 const char *proc_tag(const struct proc *p);          /* NULL: none */
 char *const *proc_argv(const struct proc *p);
-char *const *proc_envs(const struct proc *p);        /* as asked ("NAME=VALUE"); never NULL */
+char *const *proc_envs(const struct proc *p);        /* its own, as asked ("NAME=VALUE"), not its defaults; never NULL */
 const char *proc_cwd(const struct proc *p);          /* as asked; NULL when none was */
 int proc_has_pty(const struct proc *p);
 int proc_running(const struct proc *p);              /* its end is not final yet */
@@ -178,7 +201,7 @@ struct proc_sub {
     int stalled;                /* read nothing for the stall time: left to skip */
 };
 /* Register s (the caller's memory) on p. A record is never dropped while it
- * has subscribers. */
+ * has subscribers (nor counted out by the caps: it goes once they leave). */
 void proc_subscribe(struct proc *p, struct proc_sub *s, proc_ready_fn fn, void *ctx);
 /* Ask that p's output wait for s (see the top): pos[0..PROC_CHANS) are s's
  * read offsets, the caller's memory for as long as s is subscribed. */
@@ -189,10 +212,12 @@ void proc_pace_moved(struct proc_sub *s);
  * cap): do not use s->p after this. Never signals the process. */
 void proc_unsubscribe(struct proc_sub *s);
 
-/* A finished record's end was read: drop it now, or once its last
- * subscriber leaves (proc_unsubscribe). No-op for a running one. May be
- * called from a subscriber's callback while the end is being told. */
-void proc_forget(struct proc *p);
+/* An end event of a finished record went out: it is dropped keep_sent
+ * seconds from now (counted again from each later call; 0: now), or once
+ * its last subscriber leaves after that (proc_unsubscribe), unless the
+ * caps drop it first. No-op for a running one. May be called from a
+ * subscriber's callback while the end is being told. */
+void proc_end_sent(struct proc *p);
 
 /* Stop every running group: TERM now, KILL after grace; refuse new starts.
  * Each end is reported as usual; proc_table_running() reaches 0. */

@@ -1,12 +1,12 @@
 /*
- * pimpl.h - inside the process table (agent/proc only): the record and the
- * table, and how the parts meet: proc.c (the table: start, lookups,
- * keeping and dropping records, signals, shutdown), proc_launch.c (making the
+ * proc_priv.h - inside the process table (agent/proc only): the record and
+ * the table, and how the parts meet: proc.c (the table: start, lookups,
+ * keeping and dropping records, signals, shutdown), launch.c (making the
  * child: environment, working directory, user, pipes or pty, cgroup,
- * spawn), pio.c (the child's fds: output into the rings, the input queue,
- * the end), ppace.c (holding the output back for a paced subscriber) and
- * proc_group.c with proc_tree.c (what the process started, signalled and stopped
- * as one: proc_group.h).
+ * spawn), io.c (the child's fds: output into the rings, the input queue,
+ * the end), pace.c (holding the output back for a paced subscriber) and
+ * group.c with tree.c (what the process started, signalled and stopped
+ * as one: group.h).
  */
 #ifndef SA_PROC_PROC_PRIV_H
 #define SA_PROC_PROC_PRIV_H
@@ -24,7 +24,7 @@ struct proc_chan_io {
     ev_io w;
     int fd;             /* our end; -1 once closed (or never opened) */
     int used;           /* the process has this channel */
-    int held;           /* not read for now: a paced subscriber is a ring behind (ppace.c) */
+    int held;           /* not read for now: a paced subscriber is a ring behind (pace.c) */
     int grown;          /* its pipe was made bigger (or that was tried) */
     ev_tstamp held_since;
     struct ring ring;
@@ -57,13 +57,15 @@ struct proc {
     ev_timer deadline;  /* the request's timeout */
     int timed_out;      /* its timeout ran out (proc_stop): stopped once */
     ev_timer drain;     /* the output's last moments after the leader exited */
-    ev_timer pace;      /* while a channel is held: who stalled (ppace.c) */
+    ev_timer pace;      /* while a channel is held: who stalled (pace.c) */
     int exec_errno;
     int leader_exited, status;
     ev_tstamp exited_at;  /* when the leader's exit was seen */
     int ended;
     int kept;           /* in the finished list */
-    int forget;         /* its end was read: drop it once no subscriber is left */
+    size_t bytes;       /* what it holds once finished (rings, config): counted in t->fbytes */
+    ev_timer keep;      /* from its last end event sent: keep_sent, then it may go */
+    int forget;         /* its time is over: drop it once no subscriber is left */
     uint64_t seq;       /* start order */
     struct proc_end end;
     struct proc_sub *subs;
@@ -76,19 +78,20 @@ struct proc_table {
     struct proc *first, *last;
     struct proc *ffirst, *flast;
     size_t nfinished, nrunning;
+    size_t fbytes;      /* what the finished records hold (their ->bytes) */
     uint64_t seq;       /* records started */
     int shutting;
     struct cgroup_base cg; /* the processes' cgroups (kind CGROUP_NONE: none) */
     unsigned cg_seq;    /* cgroups made */
     int cg_lost;        /* a child could not join its cgroup: no more are made */
-    struct proc_group *groups; /* every group, its record's or left behind (proc_group.h) */
+    struct proc_group *groups; /* every group, its record's or left behind (group.h) */
 };
 
-/* proc_launch.c: fill p's pid, exec_errno, channel fds and in_fd from s.
+/* launch.c: fill p's pid, exec_errno, channel fds and in_fd from s.
  * Returns 0, or -1 with err and errno (nothing left open). */
 int proc_launch(struct proc *p, const struct proc_start *s, char *err);
 
-/* ppace.c: pacing the output to paced subscribers (proc.h). */
+/* pace.c: pacing the output to paced subscribers (proc.h). */
 void proc_pace_init(struct proc *p);
 /* Bytes of channel ch that may be read now (SIZE_MAX: no limit). */
 size_t proc_pace_room(const struct proc *p, int ch);
@@ -100,7 +103,7 @@ void proc_pace_check(struct proc *p);
 /* Nothing is held any more (the end): stop the timer, clear every hold. */
 void proc_pace_release(struct proc *p);
 
-/* pio.c */
+/* io.c */
 /* Watch the exit, the fds and the timeout (> 0: seconds), right after the spawn. */
 void proc_io_start(struct proc *p, double timeout);
 void proc_io_release(struct proc *p);          /* stop every watcher, close every fd, free the rings */

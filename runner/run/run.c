@@ -57,6 +57,8 @@ static const char run_usage[] =
     "  " ENV_RESULT_MAX " largest accepted result file (default 1048576)\n"
     "  " ENV_WEBHOOK "      http:// or https:// URL the outcome is POSTed to\n"
     "  " ENV_JOB_ID "           copied into the webhook payload\n"
+    "  " ENV_WEBHOOK_CA_FILE " PEM bundle an https:// webhook is checked against\n"
+    "      (default " DEFAULT_CA_FILE ")\n"
     "  " ENV_GRACE " seconds between SIGTERM/SIGINT and SIGKILL (default 5)\n"
     "  " ENV_SIGNAL_TARGET " 'group' (default) or 'child'\n"
     "  " ENV_REPORT " how long a stalled stdout may hold the sentinel (default 30)\n"
@@ -353,17 +355,11 @@ static int run_supervise(struct run_state *st)
 /* As PID 1 the kernel kills everything left when we exit. Do it now, and
  * wait until it is reaped, so no leftover process of the job lives alongside
  * the webhook POST nor holds the process slot its helper needs. As a
- * subreaper, leftovers are left running like tini does, except before an
- * https webhook: curl is a fresh, dumpable process holding the nonce, and a
- * leftover of the same uid could read it from /proc/<curl>. Returns -1 when
- * the https webhook must not be sent: some leftover survived. */
-static int clear_leftovers(struct run_state *st, const char *hook)
+ * subreaper, leftovers are left running like tini does: the webhook's
+ * helper is a fork of the agent, out of their reach (webhook.h). */
+static void clear_leftovers(struct run_state *st)
 {
-    int https = hook && !strncmp(hook, "https://", 8);
-    if (!pid1_is_init() && !https) return 0;
-    if (descendants_kill(st->loop, LEFTOVERS_KILL_SECONDS) == 0 || !https) return 0;
-    log_error("webhook: not sent: curl would hold the nonce where a leftover of the job could read it");
-    return -1;
+    if (pid1_is_init()) descendants_kill(st->loop, LEFTOVERS_KILL_SECONDS);
 }
 
 /* As a subreaper, a leftover of the job that still holds its stdout (or
@@ -409,6 +405,9 @@ static void report_sentinel(struct run_state *st, const struct job_outcome *o)
         if (st->err.active) report_add_relay(&st->report, &st->err.relay);
         report_run(&st->report, st->loop, &st->out, line.data, line.len, force_nl, bound);
     }
+    /* Both hold the nonce. */
+    nonce_overwrite(line.data, line.cap);
+    nonce_overwrite(core.data, core.cap);
     buf_free(&line);
     buf_free(&core);
 }
@@ -427,7 +426,7 @@ static void run_report(struct run_state *st, int exit_code, struct nonce *nonce)
     report_sentinel(st, &o);
 
     const char *hook = getenv(ENV_WEBHOOK);
-    if (clear_leftovers(st, hook) < 0) hook = NULL;
+    clear_leftovers(st);
     if (hook && *hook) {
         const char *job_id = getenv(ENV_JOB_ID);
         struct buf payload;
@@ -435,7 +434,10 @@ static void run_report(struct run_state *st, int exit_code, struct nonce *nonce)
         if (sentinel_json(&payload, &o, job_id ? job_id : "") < 0)
             log_error("out of memory building the webhook payload");
         else
-            webhook_post(st->loop, hook, payload.data, payload.len, WEBHOOK_BUDGET_SECONDS);
+            webhook_post(st->loop, hook, getenv(ENV_WEBHOOK_CA_FILE), payload.data, payload.len,
+                         WEBHOOK_BUDGET_SECONDS);
+        /* It holds the nonce. */
+        nonce_overwrite(payload.data, payload.cap);
         buf_free(&payload);
     }
     result_free(&res);

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from conftest import TIMEOUT, agent_pid, alive, children, started_agents, vm_hwm_kib, wait_until, zombies_of
+from conftest import (TIMEOUT, agent_pid, alive, children, free_port, started_agents, vm_hwm_kib, wait_until,
+                      zombies_of)
 from connectc import (TOKEN, Conn, ServeAgent, Stream, b64, end_of, envelope, head_bytes,
                       output, unb64)
 
@@ -568,7 +569,7 @@ def start_detached(a, script):
 
 
 def test_replay_from_offset_0_after_the_end(serve):
-    a = serve()
+    a = serve(SANDBOX_AGENT_KEEP_FINISHED_SECONDS="0")  # 0: gone as soon as an end went out
     s, pid = a.start("/bin/sh", "-c", "read x; echo out-$x; echo err >&2; exit 4", msg={"stdin": True})
     s.close()  # nobody reads its end: it is kept
     a.unary("process.Process/SendInput", {"process": {"pid": pid}, "input": {"stdin": b64("z\n")}})
@@ -580,7 +581,7 @@ def test_replay_from_offset_0_after_the_end(serve):
     assert {"event": {"data": {"stdout": b64("out-z\n")}}, "offset": 0} in data
     assert {"event": {"data": {"stderr": b64("err\n")}}, "offset": 0} in data
     assert end_of(msgs)["exitCode"] == 4
-    # Its end was read: forgotten now.
+    # Its end went out: forgotten now.
     assert stream_error(a.stream(CONNECT, {"process": {"pid": pid}}))[0] == "not_found"
 
 
@@ -609,6 +610,97 @@ def test_connect_without_replay_to_a_finished_process(serve):
     msgs, _ = a.stream(CONNECT, {"process": {"pid": pid}}).collect()
     assert msgs[0] == {"event": {"start": {"pid": pid}}}
     assert output(msgs) == b"" and end_of(msgs)["exitCode"] == 2
+
+
+# ---- finished processes kept: the time after their end went out, the count, the bytes ----
+
+def tcp(serve, **env):
+    """An agent on TCP: a client that closed its stream is found only when a
+    write fails, so the end event goes into the closed connection (sent,
+    never delivered)."""
+    return serve(SANDBOX_AGENT_LISTEN="127.0.0.1:%d" % free_port(), **env)
+
+
+def gone(a, pid):
+    """The record of pid is dropped (probing it with SendSignal: a kept
+    finished process is `not running`, a dropped one `not found`; a probe
+    sends no end event, so it does not count the time again)."""
+    r = a.unary("process.Process/SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"})
+    assert r.code == "not_found", (r.status, r.body)
+    return "pid %d not found" % pid in r.json()["message"]
+
+
+def replayed_end(a, pid):
+    """Connect to pid from offset 0: its end event, or the error code."""
+    msgs, last = a.stream(CONNECT, {"process": {"pid": pid}}, headers={"Sandbox-Agent-Replay-From": "0"}).collect()
+    if "error" in last:
+        assert msgs == [], msgs
+        return last["error"]["code"]
+    assert msgs[0] == {"event": {"start": {"pid": pid}}}, msgs
+    return end_of(msgs)
+
+
+def test_an_end_written_into_a_closed_connection_is_kept_to_reconnect(serve):
+    a = tcp(serve)
+    s, pid = a.start("/bin/sh", "-c", "read x; exit 7", msg={"stdin": True})
+    s.close()  # before the process ends
+    a.unary("process.Process/SendInput", {"process": {"pid": pid}, "input": {"stdin": b64("\n")}})
+    wait_ended(a, pid)  # its end event went into the closed connection
+    time.sleep(5)  # the premise: a client reconnecting 5 s after the exit (envd keeps an exit 30 s)
+    assert replayed_end(a, pid) == {"exitCode": 7, "exited": True, "status": "exit status 7",
+                                    "error": "exit status 7"}
+
+
+def test_a_finished_process_goes_its_keep_time_after_its_end_went_out(serve):
+    a = serve(SANDBOX_AGENT_KEEP_FINISHED_SECONDS="1")
+    s, pid = a.start("/bin/sh", "-c", "exit 5")
+    assert end_of(s.collect()[0])["exitCode"] == 5  # delivered, even
+    e = replayed_end(a, pid)  # still there to reconnect to; the time runs again
+    assert e != "not_found" and e["exitCode"] == 5, e
+    sent = time.monotonic()
+    assert not gone(a, pid)
+    wait_until(lambda: gone(a, pid), "process %d to be dropped" % pid)
+    assert time.monotonic() - sent >= 0.9  # (the end left the agent a moment before it arrived)
+
+
+def test_the_last_1024_finished_processes_are_kept(serve):
+    """1,100 Starts whose streams closed before their process ended (each
+    end went into a closed connection): the first is not_found, the last
+    1,024 are there to reconnect to."""
+    a = tcp(serve, SANDBOX_AGENT_KEEP_FINISHED_SECONDS="3600")  # the count alone, however slow the machine
+    pids = []
+    for i in range(1100):
+        s, pid = a.start("/bin/cat", msg={"stdin": True})
+        s.close()
+        assert a.unary("process.Process/CloseStdin", {"process": {"pid": pid}}).status == 200
+        pids.append(pid)
+    for pid in pids[-20:]:
+        wait_ended(a, pid)
+    assert replayed_end(a, pids[0]) == "not_found"
+    assert replayed_end(a, pids[-1]) == {"exitCode": 0, "exited": True, "status": "exit status 0"}
+    found = [pid for pid in pids if replayed_end(a, pid) != "not_found"]
+    assert len(found) == 1024 and pids[-1000:] == found[-1000:], len(found)
+
+
+def test_finished_processes_hold_at_most_the_keep_bytes(serve):
+    a = serve(SANDBOX_AGENT_KEEP_FINISHED_BYTES="1000000")
+    first = start_detached(a, "head -c 600000 /dev/zero")  # its end never went out
+    second = start_detached(a, "head -c 600000 /dev/zero")
+    # Both do not fit: the older went (unread), the newer is whole.
+    assert replayed_end(a, first) == "not_found"
+    msgs, _ = a.stream(CONNECT, {"process": {"pid": second}}, headers={"Sandbox-Agent-Replay-From": "0"}).collect()
+    assert output(msgs) == b"\0" * 600000 and end_of(msgs)["exitCode"] == 0
+
+
+@pytest.mark.parametrize("var,value", [("SANDBOX_AGENT_KEEP_FINISHED_SECONDS", "-1"),
+                                       ("SANDBOX_AGENT_KEEP_FINISHED_SECONDS", "soon"),
+                                       ("SANDBOX_AGENT_KEEP_FINISHED_BYTES", "0"),
+                                       ("SANDBOX_AGENT_KEEP_FINISHED_BYTES", "2TB")])
+def test_keep_variables_are_checked(agent, var, value):
+    a = ServeAgent(agent, wait=False, **{var: value})
+    assert a.proc.wait(timeout=TIMEOUT) == 2
+    rc, err = a.stop()
+    assert var in err and value in err, err
 
 
 # ---- many, slow, broken clients -------------------------------------------------

@@ -223,9 +223,9 @@ def end_of(events):
 
 
 class ServeAgent:
-    """An agent serving the API on a Unix socket in tmp_path: `serve`, or
-    another mode (argv) with SANDBOX_AGENT_LISTEN set; on TCP when
-    SANDBOX_AGENT_LISTEN is HOST:PORT (0.0.0.0 reached on 127.0.0.1). stderr
+    """An agent serving the API on a Unix socket in tmp_path (or on the TCP
+    address given as SANDBOX_AGENT_LISTEN, reached through loopback):
+    `serve`, or another mode (argv) with SANDBOX_AGENT_LISTEN set. stderr
     goes to a file (a pipe nobody reads could fill and block the agent)."""
 
     def __init__(self, agent, argv=("serve",), wait=True, popen=None, unset=(), wrap=(), **env):
@@ -234,11 +234,7 @@ class ServeAgent:
         os.chmod(self.dir, 0o777)  # an agent started as another user makes its socket here
         self.path = os.path.join(self.dir, "agent.sock")
         self.token = env.setdefault("SANDBOX_AGENT_TOKEN", TOKEN)
-        listen = env.setdefault("SANDBOX_AGENT_LISTEN", "unix:" + self.path)
-        self.tcp = None
-        host, _, port = listen.rpartition(":")
-        if host and not listen.startswith("unix:") and port.isdigit():
-            self.tcp = ("127.0.0.1" if host == "0.0.0.0" else host.strip("[]"), int(port))
+        self.listen = env.setdefault("SANDBOX_AGENT_LISTEN", "unix:" + self.path)
         self.errpath = os.path.join(self.dir, "agent.err")
         self.outpath = os.path.join(self.dir, "agent.out")
         self.errf = open(self.errpath, "wb")
@@ -270,8 +266,11 @@ class ServeAgent:
             return f.read().decode(errors="replace")
 
     def sock(self, timeout=TIMEOUT):
-        if self.tcp:
-            return socket.create_connection(self.tcp, timeout=timeout)
+        if self.listen and not self.listen.startswith("unix:"):
+            host, port = self.listen.rsplit(":", 1)
+            host = host.strip("[]")
+            host = {"0.0.0.0": "127.0.0.1", "::": "::1", "localhost": "127.0.0.1"}.get(host, host)
+            return socket.create_connection((host, int(port)), timeout=timeout)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
         s.connect(self.path)

@@ -21,7 +21,7 @@ import tempfile
 import time
 import urllib.parse
 
-from connectc import RpcError  # noqa: F401  (the tests catch it from here)
+from connectc import Conn, RpcError  # noqa: F401  (the tests catch it from here)
 from testlib import TIMEOUT, clean_env, vm_hwm_kib
 
 
@@ -208,6 +208,34 @@ class FsClient:
             return r.status, json.loads(data) if data else None
         finally:
             c.close()
+
+    def raw(self, method, target, headers=(), body=b""):
+        """One request written by hand on a connection of its own: headers
+        a list of (name, value) (repeats and any bytes as given), sent as
+        they are. Returns (status, headers with lower-case names, body);
+        a HEAD's body is not read."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(TIMEOUT)
+        s.connect(self.path)
+        try:
+            h = [("Host", "agent")] + ([("X-Access-Token", self.token)] if self.token else []) + list(headers)
+            if body or method == "POST":
+                h.append(("Content-Length", str(len(body))))
+            head = b"%s %s HTTP/1.1\r\n" % (method.encode(), target.encode()) + b"".join(
+                (k.encode("latin-1") if isinstance(k, str) else k) + b": " +
+                (v.encode("latin-1") if isinstance(v, str) else v) + b"\r\n" for k, v in h) + b"\r\n"
+            c = Conn(s)
+            try:
+                c.send(head + body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused at its head: the answer is there to read
+            if method == "HEAD":
+                st, hd = c.head()
+                return st, hd, b""
+            r = c.response()
+            return r.status, r.headers, r.body
+        finally:
+            s.close()
 
     def post_octet(self, path, body, user=None, headers=None):
         return self.post(self.query(path, user), body, "application/octet-stream", headers)

@@ -68,7 +68,7 @@ static int write_via(const char *path, struct heard *h, struct files_err *e)
     assert_int_equal(write(p[1], "data", 4), 4);
     close(p[1]);
     struct files_write_opts o = {0};
-    struct files_write_hooks hooks = {make_target, named, h};
+    struct files_write_hooks hooks = {.prepare = make_target, .named = named, .ctx = h};
     long long bytes;
     int r = files_write_hooked(path, p[0], &o, &hooks, &bytes, e);
     close(p[0]);

@@ -4,7 +4,10 @@
  * deaths, commands that cannot run, a pty (controlling terminal, resize),
  * stdin piping and its bound, timeouts that stop a whole group, the bounded
  * drain past a background child, tags, subscribers and the slow reader, the
- * finished cap, users, environment and cwd, shutdown; a setsid daemon
+ * finished records kept (the count, the bytes, the time after their end
+ * went out), users, environment (POST /init's defaults used, not kept; the
+ * room left for them, checked against real execs at the kernel's bound)
+ * and cwd, shutdown; a setsid daemon
  * reached by a signal and a stop, with a cgroup where the machine allows
  * one and through /proc without; background children that outlive a
  * normal exit, and the table's end killing what is left in a cgroup.
@@ -535,7 +538,7 @@ static void on_ready_forget(struct proc_sub *s, void *ctx)
     c->calls++;
     if (!proc_end(s->p)) return;
     c->saw_end = 1;
-    proc_forget(s->p);
+    proc_end_sent(s->p);
     proc_unsubscribe(s);
 }
 
@@ -574,11 +577,13 @@ static void test_env_builder(void **st)
     user_self("/nonexistent", "/nonexistent", &u);
     snprintf(u.home, sizeof u.home, "/home/x");
     snprintf(u.name, sizeof u.name, "x");
+    char *defaults[] = {"A=d", "C=d", "HOME=/d", NULL};
     char *req[] = {"A=2", "B=3", NULL};
-    char **env = proc_launch_env(t, &u, "/work", req);
+    char **env = proc_launch_env(t, &u, "/work", defaults, req);
     assert_non_null(env);
+    /* The defaults after the login variables (theirs win), before the request's (which win). */
     const char *want[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                          "HOME=/home/x", "USER=x", "LOGNAME=x", "SHELL=/bin/sh", "PWD=/work", "A=2",
+                          "USER=x", "LOGNAME=x", "SHELL=/bin/sh", "PWD=/work", "C=d", "HOME=/d", "A=2",
                           "B=3", NULL};
     for (size_t i = 0; want[i]; i++) {
         if (!env[i]) fail_msg("missing %s", want[i]);
@@ -589,7 +594,7 @@ static void test_env_builder(void **st)
     /* A base PATH wins over a login's. */
     char *base2[] = {"PATH=/mine", NULL};
     t = table(4096, 16, base2);
-    env = proc_launch_env(t, NULL, NULL, NULL);
+    env = proc_launch_env(t, NULL, NULL, NULL, NULL);
     assert_string_equal(env[0], "PATH=/mine");
     assert_null(env[1]);
     proc_launch_env_free(env);
@@ -625,16 +630,226 @@ static void test_finished_cap(void **st)
     wait_end(p);
     assert_null(proc_by_pid(t, pids[0]));
     assert_ptr_equal(proc_first(t), proc_by_pid(t, pids[4]));
-    /* Or it is dropped when its end was read. */
-    proc_forget(proc_by_pid(t, pids[4]));
+    /* Or it is dropped when its end went out (keep_sent 0). */
+    proc_end_sent(proc_by_pid(t, pids[4]));
     assert_null(proc_by_pid(t, pids[4]));
     /* A running record is never forgotten. */
     p = start_sh(t, "sleep 100");
-    proc_forget(p);
+    proc_end_sent(p);
     assert_ptr_equal(proc_by_pid(t, proc_pid(p)), p);
     char err[ERR_LEN];
     assert_int_equal(proc_signal(p, SIGKILL, err), 0);
     wait_end(p);
+    proc_table_free(t);
+}
+
+/* ---- POST /init's defaults: used by the exec, not kept; the room for them ---- */
+
+/* Strings "PREFIXnnnnn=xxx..." of the given cost each (SPAWN_ARG_COST), at most
+ * SPAWN_ARG_STRLEN a string, totalling exactly `bytes` (the last one
+ * smaller): a NULL-terminated array; free with free_fill. */
+static char **fill(const char *prefix, size_t bytes)
+{
+    size_t most = SPAWN_ARG_COST(SPAWN_ARG_STRLEN - 1), n = bytes / most + 2, k = 0;
+    char **v = calloc(n + 1, sizeof *v);
+    assert_non_null(v);
+    while (bytes >= SPAWN_ARG_COST(16)) {
+        size_t cost = bytes < most ? bytes : most;
+        if (bytes - cost && bytes - cost < SPAWN_ARG_COST(16)) cost -= SPAWN_ARG_COST(16); /* room for one more */
+        size_t len = cost - SPAWN_ARG_COST(0);
+        char *e = malloc(len + 1);
+        assert_non_null(e);
+        memset(e, 'x', len);
+        e[len] = '\0';
+        int w = snprintf(e, len, "%s%05zu", prefix, k);
+        e[w] = '='; /* snprintf's NUL: the value of x's follows */
+        v[k++] = e;
+        bytes -= cost;
+    }
+    assert_true(bytes < SPAWN_ARG_COST(16));
+    return v;
+}
+
+static size_t cost_of(char *const *v)
+{
+    size_t n = 0;
+    for (size_t i = 0; v && v[i]; i++) n += SPAWN_ARG_COST(strlen(v[i]));
+    return n;
+}
+
+static void free_fill(char **v)
+{
+    for (size_t i = 0; v[i]; i++) free(v[i]);
+    free(v);
+}
+
+static void test_defaults_used_not_kept_and_their_room(void **st)
+{
+    (void)st;
+    char *base[] = {"PATH=/usr/bin:/bin", NULL};
+    struct proc_table *t = table(1 << 16, 16, base);
+    size_t max = spawn_arg_max(), room = proc_launch_env_room(t), own = PROC_START_ROOM(max);
+    /* The kernel's bound less a quarter, the base and the login variables at their longest. */
+    size_t fixed = max - own - cost_of(base);
+    assert_true(room < fixed && room > fixed - 20000);
+    printf("(the kernel's bound here: %zu bytes; room for the defaults: %zu, for a Start's own: %zu)\n", max,
+           room, own);
+
+    /* Defaults filling the room, and a Start whose own argv and envs fill
+     * its quarter: it runs, with both; its record keeps only its own envs. */
+    char **defaults = fill("D", room), **mine = fill("E", own / 2);
+    size_t argv_cost = own - cost_of(mine);
+    char **big = fill("A", argv_cost - SPAWN_ARG_COST(7) - SPAWN_ARG_COST(2) - SPAWN_ARG_COST(29));
+    size_t nbig = 0;
+    while (big[nbig]) nbig++;
+    char **argv = calloc(nbig + 4, sizeof *argv);
+    argv[0] = "/bin/sh";
+    argv[1] = "-c";
+    argv[2] = "echo $D00000 $E00000 | wc -c"; /* 29 bytes */
+    memcpy(argv + 3, big, nbig * sizeof *argv);
+    assert_int_equal(cost_of(defaults), room);
+    assert_true(cost_of(argv) + cost_of(mine) <= own && cost_of(argv) + cost_of(mine) > own - 100);
+    struct proc_start s = {.argv = argv, .defaults = defaults, .envs = mine};
+    struct proc *p = start(t, &s);
+    wait_end(p);
+    assert_string_equal(proc_end(p)->status, "exit status 0");
+    char want[32];
+    snprintf(want, sizeof want, "%zu\n", strlen(defaults[0]) - 7 + 1 + strlen(mine[0]) - 7 + 1); /* "D00000=" */
+    assert_string_equal(output(p, PROC_STDOUT), want);
+    size_t n = 0;
+    while (proc_envs(p)[n]) {
+        assert_string_equal(proc_envs(p)[n], mine[n]);
+        n++;
+    }
+    assert_null(mine[n]);
+
+    /* The bound is the kernel's: the same exec with the defaults 4 KiB past
+     * it (the room kept for the login variables at their longest aside)
+     * fails. */
+    char **over = fill("D", fixed + 4096);
+    s.defaults = over;
+    p = start(t, &s);
+    wait_end(p);
+    assert_int_equal(proc_end(p)->exit_code, 126);
+    assert_string_equal(proc_end(p)->error, "cannot run '/bin/sh': Argument list too long");
+    free_fill(over);
+    free_fill(defaults);
+    free_fill(mine);
+    free_fill(big);
+    free(argv);
+    proc_table_free(t);
+}
+
+/* ---- finished records: the time after their end went out, the bytes ---- */
+
+static struct proc_table *table_keep(size_t retain, size_t keep_bytes, double keep_sent)
+{
+    struct proc_table_opts o = {.retain = retain, .keep_finished = 16, .keep_bytes = keep_bytes,
+                                .keep_sent = keep_sent, .grace = 0.3, .on_end = on_end};
+    char err[ERR_LEN];
+    struct proc_table *t = proc_table_new(loop, &o, err);
+    assert_non_null(t);
+    return t;
+}
+
+struct gone {
+    struct proc_table *t;
+    pid_t pid;
+};
+
+static int is_gone(void *ctx)
+{
+    struct gone *g = ctx;
+    return proc_by_pid(g->t, g->pid) == NULL;
+}
+
+static int time_reached(void *at) { return ev_now(loop) >= *(ev_tstamp *)at; }
+
+/* Run the loop for d seconds of its clock. */
+static void run_for(double d)
+{
+    ev_now_update(loop);
+    ev_tstamp at = ev_now(loop) + d;
+    run_until(time_reached, &at);
+}
+
+static struct proc *finished(struct proc_table *t, const char *script)
+{
+    struct proc *p = start_sh(t, script);
+    wait_end(p);
+    return p;
+}
+
+static void test_kept_for_a_time_after_the_end_went_out(void **st)
+{
+    (void)st;
+    struct proc_table *t = table_keep(4096, 0, 0.3);
+    /* Its end went out: still there (a client may reconnect), gone 0.3 s later. */
+    struct proc *p = finished(t, "echo k");
+    struct gone g = {t, proc_pid(p)};
+    ev_now_update(loop);
+    ev_tstamp sent = ev_now(loop);
+    proc_end_sent(p);
+    assert_ptr_equal(proc_by_pid(t, g.pid), p);
+    assert_string_equal(output(p, PROC_STDOUT), "k\n");
+    run_until(is_gone, &g);
+    assert_true(ev_now(loop) - sent >= 0.3);
+
+    /* Each end sent counts the time again. */
+    p = finished(t, "exit 2");
+    g.pid = proc_pid(p);
+    proc_end_sent(p);
+    run_for(0.2);
+    ev_now_update(loop);
+    sent = ev_now(loop);
+    proc_end_sent(p);
+    run_for(0.2); /* 0.4 s after the first */
+    assert_ptr_equal(proc_by_pid(t, g.pid), p);
+    run_until(is_gone, &g);
+    assert_true(ev_now(loop) - sent >= 0.3);
+
+    /* A reader holds it past its time; it goes with the reader. */
+    p = finished(t, "exit 3");
+    g.pid = proc_pid(p);
+    struct counter c = {.stay = 1};
+    proc_subscribe(p, &c.sub, on_ready, &c);
+    proc_end_sent(p);
+    run_for(0.4);
+    assert_ptr_equal(proc_by_pid(t, g.pid), p);
+    proc_unsubscribe(&c.sub);
+    assert_null(proc_by_pid(t, g.pid));
+
+    /* No end went out: kept (as long as the caps allow). */
+    p = finished(t, "exit 4");
+    run_for(0.4);
+    assert_ptr_equal(proc_by_pid(t, proc_pid(p)), p);
+    proc_table_free(t);
+}
+
+static void test_finished_bytes_cap(void **st)
+{
+    (void)st;
+    /* Two of 3000 bytes of output each do not fit in 6000 with their
+     * records: the older goes; the newer stays, and a quiet one fits beside it. */
+    struct proc_table *t = table_keep(4096, 6000, 0);
+    struct proc *a = finished(t, "head -c 3000 /dev/zero");
+    pid_t pa = proc_pid(a);
+    assert_int_equal(proc_read_end(a, PROC_STDOUT), 3000);
+    struct proc *b = finished(t, "head -c 3000 /dev/zero");
+    assert_null(proc_by_pid(t, pa));
+    assert_ptr_equal(proc_by_pid(t, proc_pid(b)), b);
+    struct proc *c = finished(t, "exit 0");
+    assert_ptr_equal(proc_by_pid(t, proc_pid(b)), b);
+    assert_ptr_equal(proc_by_pid(t, proc_pid(c)), c);
+    proc_table_free(t);
+    /* A bound smaller than one record: the newest is kept all the same. */
+    t = table_keep(4096, 1, 0);
+    a = finished(t, "echo one");
+    pa = proc_pid(a);
+    assert_ptr_equal(proc_by_pid(t, pa), a);
+    b = finished(t, "echo two");
+    assert_null(proc_by_pid(t, pa));
+    assert_string_equal(output(b, PROC_STDOUT), "two\n");
     proc_table_free(t);
 }
 
@@ -855,7 +1070,10 @@ int main(void)
         cmocka_unit_test(test_held_output_after_the_exit_waits_for_the_stall_time_only),
         cmocka_unit_test(test_finished_cap),
         cmocka_unit_test(test_forget_while_ending_and_with_readers),
+        cmocka_unit_test(test_kept_for_a_time_after_the_end_went_out),
+        cmocka_unit_test(test_finished_bytes_cap),
         cmocka_unit_test(test_env_builder),
+        cmocka_unit_test(test_defaults_used_not_kept_and_their_room),
         cmocka_unit_test(test_env_and_cwd),
         cmocka_unit_test(test_user_switch),
         cmocka_unit_test(test_shutdown),

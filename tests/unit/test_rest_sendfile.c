@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int make_file(const char *dir, char *path, size_t cap, size_t size)
@@ -33,26 +34,26 @@ static int make_file(const char *dir, char *path, size_t cap, size_t size)
 static void test_servable(void **s)
 {
     (void)s;
-    uint64_t size = 0;
+    struct stat st = {0};
     enum rest_sendfile_kind kind;
     char path[128];
     int fd = make_file("/dev/shm", path, sizeof path, 65536);
-    assert_int_equal(rest_sendfile_servable(fd, &size, &kind), 1);
-    assert_int_equal(size, 65536);
+    assert_int_equal(rest_sendfile_servable(fd, &st, &kind), 1);
+    assert_int_equal(st.st_size, 65536);
     assert_int_equal(kind, REST_SENDFILE_MEMORY);
     assert_int_equal(rest_sendfile_ready(fd, kind, 0, 65536, 0), 1);
     close(fd);
     unlink(path);
     int p[2];
     assert_int_equal(pipe(p), 0);
-    assert_int_equal(rest_sendfile_servable(p[0], &size, &kind), 0);
+    assert_int_equal(rest_sendfile_servable(p[0], &st, &kind), 0);
     close(p[0]);
     close(p[1]);
     static const char *never[] = {"/proc/self/status", "/dev/null", "/tmp"};
     for (size_t i = 0; i < sizeof never / sizeof never[0]; i++) {
         fd = open(never[i], O_RDONLY | O_CLOEXEC);
         assert_true(fd >= 0);
-        assert_int_equal(rest_sendfile_servable(fd, &size, &kind), 0);
+        assert_int_equal(rest_sendfile_servable(fd, &st, &kind), 0);
         close(fd);
     }
 }
@@ -61,11 +62,11 @@ static void test_servable(void **s)
 static void test_cache(void **s)
 {
     (void)s;
-    uint64_t size;
+    struct stat st;
     enum rest_sendfile_kind kind;
     char path[128];
     int fd = make_file("/var/tmp", path, sizeof path, 4u << 20);
-    if (!rest_sendfile_servable(fd, &size, &kind) || kind == REST_SENDFILE_MEMORY) {
+    if (!rest_sendfile_servable(fd, &st, &kind) || kind == REST_SENDFILE_MEMORY) {
         close(fd);
         unlink(path);
         skip(); /* /var/tmp on no disk filesystem the list knows */

@@ -4,8 +4,9 @@
  * command's own exit (127 not found, 126 not executable, a failed chdir),
  * the group it leads, the signal state the agent was started with given
  * back (what the agent ignores or handles itself is not inherited), the
- * caller's errno untouched, and many starts in a row on the one stack.
- * Children are waited for with waitpid: no loop runs here.
+ * caller's errno untouched, many starts in a row on the one stack, and
+ * the kernel's bound on argv + envp as the stack limit sets it. Children
+ * are waited for with waitpid: no loop runs here.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -159,6 +161,34 @@ static void test_many_in_a_row(void **st)
     }
 }
 
+/* The stack's soft limit set to soft (kept under the hard one): the bound. */
+static size_t arg_max_with(rlim_t soft)
+{
+    struct rlimit r;
+    assert_int_equal(getrlimit(RLIMIT_STACK, &r), 0);
+    struct rlimit s = {.rlim_cur = soft, .rlim_max = r.rlim_max};
+    if (r.rlim_max != RLIM_INFINITY && soft > r.rlim_max) s.rlim_cur = r.rlim_max;
+    assert_int_equal(setrlimit(RLIMIT_STACK, &s), 0);
+    size_t n = spawn_arg_max();
+    assert_int_equal(setrlimit(RLIMIT_STACK, &r), 0);
+    return n;
+}
+
+static void test_arg_max(void **st)
+{
+    (void)st;
+    struct rlimit r;
+    assert_int_equal(getrlimit(RLIMIT_STACK, &r), 0);
+    assert_int_equal(arg_max_with(8u << 20), 2u << 20);       /* a quarter */
+    assert_int_equal(arg_max_with(1u << 20), 256u << 10);
+    assert_int_equal(arg_max_with(256u << 10), 128u << 10);   /* never below ARG_MAX */
+    if (r.rlim_max == RLIM_INFINITY) {
+        assert_int_equal(arg_max_with(64u << 20), 6u << 20);  /* never above 3/4 of _STK_LIM */
+        assert_int_equal(arg_max_with(RLIM_INFINITY), 6u << 20);
+    }
+    assert_int_equal(SPAWN_ARG_COST(3), 3 + 1 + sizeof(char *));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +196,7 @@ int main(void)
         cmocka_unit_test(test_group_and_errno),
         cmocka_unit_test(test_signal_state),
         cmocka_unit_test(test_many_in_a_row),
+        cmocka_unit_test(test_arg_max),
     };
     return cmocka_run_group_tests_name("spawn", tests, NULL, NULL);
 }

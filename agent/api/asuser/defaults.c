@@ -4,13 +4,19 @@
  */
 #include "agent/api/asuser/defaults.h"
 #include "agent/api/asuser/asuser.h"
+#include "agent/core/err.h"
+#include "agent/core/spawn.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 static struct asuser_defaults cur;
 static char *const none[] = {NULL};
+static size_t room = SIZE_MAX;
+
+void asuser_defaults_room(size_t bytes) { room = bytes; }
 
 static size_t count(char *const *v)
 {
@@ -35,19 +41,35 @@ void asuser_defaults_drop(struct asuser_defaults *d)
     memset(d, 0, sizeof *d);
 }
 
-/* next->env: the current variables not set again by add, then add. */
-static int merge_env(struct asuser_defaults *next, char *const *add, size_t n, size_t max)
+static int no_memory(char *err)
 {
-    size_t have = count(cur.env), k = 0;
-    if (!(next->env = calloc(have + n + 1, sizeof *next->env))) return -1;
+    err_set(err, "out of memory");
+    errno = ENOMEM;
+    return -1;
+}
+
+/* next->env: the current variables not set again by add, then add; within
+ * max and the room. */
+static int merge_env(struct asuser_defaults *next, char *const *add, size_t n, size_t max, char *err)
+{
+    size_t have = count(cur.env), k = 0, bytes = 0;
+    if (!(next->env = calloc(have + n + 1, sizeof *next->env))) return no_memory(err);
     for (size_t i = 0; i < have; i++) {
         int again = 0;
         for (size_t j = 0; j < n && !again; j++) again = same_name(cur.env[i], add[j]);
-        if (!again && !(next->env[k++] = strdup(cur.env[i]))) return -1;
+        if (!again && !(next->env[k++] = strdup(cur.env[i]))) return no_memory(err);
     }
     for (size_t j = 0; j < n; j++)
-        if (!(next->env[k++] = strdup(add[j]))) return -1;
+        if (!(next->env[k++] = strdup(add[j]))) return no_memory(err);
+    for (size_t i = 0; i < k; i++) bytes += SPAWN_ARG_COST(strlen(next->env[i]));
     if (k > max) {
+        err_set(err, "'envVars': more than %zu variables in all", max);
+        errno = E2BIG;
+        return -1;
+    }
+    if (bytes > room) {
+        err_set(err, "'envVars': %zu bytes in all once merged, over the %zu a process has room for "
+                "(of the kernel's %zu for arguments and environment)", bytes, room, spawn_arg_max());
         errno = E2BIG;
         return -1;
     }
@@ -61,11 +83,12 @@ static int dup_or_keep(char **dst, const char *v, const char *keep)
 }
 
 int asuser_defaults_merge(struct asuser_defaults *next, char *const *add, size_t n, size_t max,
-                          const char *workdir, const char *user)
+                          const char *workdir, const char *user, char *err)
 {
     memset(next, 0, sizeof *next);
-    if (merge_env(next, add, n, max) < 0 || dup_or_keep(&next->workdir, workdir, cur.workdir) < 0 ||
-        dup_or_keep(&next->user, user, cur.user) < 0) {
+    if (merge_env(next, add, n, max, err) < 0 ||
+        (dup_or_keep(&next->workdir, workdir, cur.workdir) < 0 && no_memory(err)) ||
+        (dup_or_keep(&next->user, user, cur.user) < 0 && no_memory(err))) {
         int e = errno;
         asuser_defaults_drop(next);
         errno = e;

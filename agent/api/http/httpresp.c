@@ -10,7 +10,9 @@ static const struct {
     const char *text;
 } reasons[] = {
     {100, "Continue"},         {200, "OK"},
-    {204, "No Content"},       {400, "Bad Request"},
+    {204, "No Content"},       {206, "Partial Content"},
+    {304, "Not Modified"},     {416, "Range Not Satisfiable"},
+    {400, "Bad Request"},
     {401, "Unauthorized"},     {403, "Forbidden"},
     {404, "Not Found"},        {405, "Method Not Allowed"},
     {408, "Request Timeout"},  {409, "Conflict"},
@@ -35,8 +37,8 @@ int httpresp_head(struct outq *q, const struct httpresp *h)
     if (outq_printf(q, "HTTP/1.1 %d %s\r\n", h->status, httpresp_reason(h->status)) < 0)
         return -1;
     if (h->ctype && outq_printf(q, "Content-Type: %s\r\n", h->ctype) < 0) return -1;
-    /* A 204 has no body and must not say it has one of length 0. */
-    if (h->framing == HTTPRESP_LENGTH && h->status != 204 &&
+    /* A 204 or a 304 has no body and must not say it has one of length 0. */
+    if (h->framing == HTTPRESP_LENGTH && h->status != 204 && h->status != 304 &&
         outq_printf(q, "Content-Length: %llu\r\n", (unsigned long long)h->length) < 0)
         return -1;
     if (h->framing == HTTPRESP_CHUNKED && outq_printf(q, "Transfer-Encoding: chunked\r\n") < 0)

@@ -68,13 +68,8 @@ static int apply(const struct ops_initreq *r, enum rpc_code *code, char *err, in
     int had = ops_token_present();
     *changed = r->token && !ops_token_ok(r->token);
     *code = RPC_INTERNAL;
-    if (asuser_defaults_merge(&next, r->env, r->nenv, INITREQ_ENV_MAX, r->workdir, r->user) < 0) {
-        if (errno != E2BIG) {
-            err_set(err, "out of memory");
-            return -1;
-        }
-        *code = RPC_INVALID_ARGUMENT;
-        err_set(err, "'envVars': more than %d variables in all", INITREQ_ENV_MAX);
+    if (asuser_defaults_merge(&next, r->env, r->nenv, INITREQ_ENV_MAX, r->workdir, r->user, err) < 0) {
+        if (errno == E2BIG) *code = RPC_INVALID_ARGUMENT; /* past a bound: the count, or the room */
         return -1;
     }
     if (*changed && ops_token_replace(r->token, r->token_len) < 0) {

@@ -17,13 +17,15 @@
 #ifndef SA_API_OPS_INITREQ_H
 #define SA_API_OPS_INITREQ_H
 
+#include "agent/core/spawn.h"
+
 #include <stddef.h>
 #include <time.h>
 
 /* Bounds (the body itself is a unary body, at most SERVE_BODY_MAX). */
 #define INITREQ_ENV_MAX 1024            /* variables in envVars */
 #define INITREQ_NAME_MAX 1024           /* bytes of a variable's name */
-#define INITREQ_VAR_MAX (128u * 1024u - 1) /* "NAME=VALUE": the kernel's MAX_ARG_STRLEN less the NUL */
+#define INITREQ_VAR_MAX (SPAWN_ARG_STRLEN - 1) /* "NAME=VALUE": the kernel's MAX_ARG_STRLEN less the NUL */
 #define INITREQ_ENV_BYTES_MAX (1u << 20) /* all "NAME=VALUE" of one request */
 #define INITREQ_TOKEN_MAX 1024          /* accessToken: visible ASCII, no blank */
 #define INITREQ_USER_MAX 255            /* defaultUser */

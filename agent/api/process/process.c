@@ -9,6 +9,7 @@
 #include "agent/core/jsonw.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,13 @@ static struct {
     struct proc_table *t;
 } g;
 
-void process_init(struct proc_table *t) { g.t = t; }
+void process_init(struct proc_table *t)
+{
+    g.t = t;
+    /* What /init's variables may take: a Start whose own argv and envs
+     * fit in the room kept for them can always exec. */
+    asuser_defaults_room(t ? proc_launch_env_room(t) : SIZE_MAX);
+}
 
 struct proc_table *process_table(void) { return g.t; }
 
@@ -43,30 +50,10 @@ struct proc *process_find(struct rpc_call *call, const struct process_request_se
     return NULL;
 }
 
-int process_defaults(struct process_request_start *r, char *err)
+void process_defaults(struct process_request_start *r, struct proc_start *s)
 {
-    char *const *d = asuser_defaults_env();
-    size_t nd = 0;
     if ((!r->cwd || !*r->cwd) && asuser_defaults_workdir()) r->cwd = asuser_defaults_workdir();
-    while (d[nd]) nd++;
-    if (!nd) return 0;
-    char **envs = calloc(nd + r->nenvs + 1, sizeof *envs);
-    if (!envs) {
-        err_set(err, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < nd; i++)
-        if (!(envs[i] = strdup(d[i]))) {
-            while (i) free(envs[--i]);
-            free(envs);
-            err_set(err, "out of memory");
-            return -1;
-        }
-    memcpy(envs + nd, r->envs, r->nenvs * sizeof *envs);
-    free(r->envs);
-    r->envs = envs;
-    r->nenvs += nd;
-    return 0;
+    s->defaults = asuser_defaults_env();
 }
 
 int process_envs_json(struct buf *b)
@@ -76,7 +63,7 @@ int process_envs_json(struct buf *b)
     char err[ERR_LEN];
     if (!g.t || process_user(NULL, &u, &code, err) < 0) return -1;
     const char *wd = asuser_defaults_workdir();
-    char **env = proc_launch_env(g.t, &u, wd ? wd : u.home, asuser_defaults_env());
+    char **env = proc_launch_env(g.t, &u, wd ? wd : u.home, asuser_defaults_env(), NULL);
     if (!env) return -1;
     int rc = jsonw_env(b, env);
     proc_launch_env_free(env);

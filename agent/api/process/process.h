@@ -20,7 +20,9 @@
 #include "agent/proc/proc.h"
 
 /* The table the handlers serve (NULL: every process RPC answers
- * `unavailable`); it must outlive the serving. */
+ * `unavailable`); it must outlive the serving. Bounds what POST /init's
+ * variables may take by what the table's children have room for
+ * (proc_launch_env_room, asuser_defaults_room). */
 void process_init(struct proc_table *t);
 struct proc_table *process_table(void);
 
@@ -31,9 +33,10 @@ int process_user(const char *name, struct user_info *u, enum rpc_code *code, cha
 struct proc *process_find(struct rpc_call *call, const struct process_request_sel *sel);
 
 /* What POST /init set for a Start that names nothing (asuser/defaults.h):
- * its variables before r's envs (which win), its working directory when r
- * names none. Returns 0, or -1 with err (out of memory). */
-int process_defaults(struct process_request_start *r, char *err);
+ * its variables into s (before r's envs, which win; used for the exec,
+ * never copied into the record), its working directory into r when r
+ * names none. */
+void process_defaults(struct process_request_start *r, struct proc_start *s);
 
 /* GET /envs: what a Start as the default user with no envs gets. */
 int process_envs_json(struct buf *b);

@@ -10,7 +10,8 @@
  * the rings keep what the child writes meanwhile, and the stream jumps to
  * the oldest byte kept (the jump is logged). Once the process has ended and
  * every channel is read to its end, the end event and the end-stream
- * message; the end is then read, and the record may go (proc_forget).
+ * message; the end is then sent, and the record may go some time later
+ * (proc_end_sent: sent is not delivered, the client may have gone).
  * Keepalives go out while the stream is idle. The client leaving only
  * unsubscribes: the process runs on.
  *
@@ -82,7 +83,7 @@ static void send_end(struct pstream *ps)
     struct buf *b = msg_buf();
     if (send_msg(ps, b, process_event_end(b, proc_end(p))) < 0) return;
     rpc_end(ps->call);
-    proc_forget(p); /* its end is read: the record may go */
+    proc_end_sent(p); /* the record may go once the time to reconnect is over */
     close_stream(ps);
 }
 
@@ -231,12 +232,12 @@ void process_stream_start(struct rpc_call *call, const cJSON *msg)
         rpc_fail(call, RPC_UNAVAILABLE, "no process table");
         return;
     }
-    if (process_request_start(msg, &r, err) == 0 && process_defaults(&r, err) == 0 &&
-        process_user(rpc_user(call), &u, &code, err) == 0) {
-        struct proc_start s = {.argv = r.argv, .envs = r.envs, .cwd = r.cwd, .tag = r.tag,
-                               .user = &u, .stdin_pipe = r.stdin_pipe, .pty = r.pty,
-                               .cols = r.cols, .rows = r.rows,
+    if (process_request_start(msg, &r, err) == 0 && process_user(rpc_user(call), &u, &code, err) == 0) {
+        struct proc_start s = {.argv = r.argv, .envs = r.envs, .tag = r.tag, .user = &u,
+                               .stdin_pipe = r.stdin_pipe, .pty = r.pty, .cols = r.cols, .rows = r.rows,
                                .timeout = start_timeout(call, r.timeout, &stops)};
+        process_defaults(&r, &s);
+        s.cwd = r.cwd;
         if (!(p = proc_start(process_table(), &s, err))) code = connect_code_of_errno(errno);
     }
     process_request_start_free(&r);

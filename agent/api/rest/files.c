@@ -12,16 +12,30 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
-void rest_files_error(struct conn *c, int status, const char *msg)
+void rest_files_error_extra(struct conn *c, int status, const char *msg, const char *extra)
 {
     struct buf b;
     buf_init(&b, 4096);
     if (buf_printf(&b, "{\"code\": %d, \"message\": ", status) < 0 ||
         jsonw_str(&b, msg, strnlen(msg, 1024), JSONW_REPLACE) < 0 || buf_putc(&b, '}') < 0)
         buf_reset(&b);
-    conn_respond(c, status, "application/json", NULL, b.data ? b.data : "", b.len);
+    conn_respond(c, status, "application/json", extra, b.data ? b.data : "", b.len);
     buf_free(&b);
+}
+
+void rest_files_error(struct conn *c, int status, const char *msg) { rest_files_error_extra(c, status, msg, NULL); }
+
+const char *rest_files_header(struct conn *c, const char *name)
+{
+    const struct httpreq *r = conn_req(c);
+    for (unsigned i = 0; i < r->nhdr; i++) {
+        const char *n, *v;
+        httpreq_header_at(r, i, &n, &v);
+        if (!strcasecmp(n, name)) return v;
+    }
+    return NULL;
 }
 
 int rest_files_status(int errnum)

@@ -32,6 +32,11 @@ void rest_files_on_request(struct conn *c);
 /* For rest/download.c and rest/upload.c. */
 /* envd's error: status, {"code": status, "message": msg}. */
 void rest_files_error(struct conn *c, int status, const char *msg);
+/* The same with more header lines (each ending "\r\n"). */
+void rest_files_error_extra(struct conn *c, int status, const char *msg, const char *extra);
+/* The first value of the request's header `name` (without case), as Go's
+ * Header.Get reads a repeated one; NULL when absent. */
+const char *rest_files_header(struct conn *c, const char *name);
 /* The HTTP status of an errno of the file service (FILES_ENOTREG included). */
 int rest_files_status(int errnum);
 /* The user (?username=) and the path (?path=, "" when absent: the home)

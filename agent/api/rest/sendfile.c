@@ -38,18 +38,16 @@ struct cs {
     uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
 };
 
-int rest_sendfile_servable(int fd, uint64_t *size, enum rest_sendfile_kind *kind)
+int rest_sendfile_servable(int fd, struct stat *st, enum rest_sendfile_kind *kind)
 {
-    struct stat st;
     struct statfs sfs;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sfs) < 0) return 0;
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || fstatfs(fd, &sfs) < 0) return 0;
     switch ((unsigned long)sfs.f_type & 0xffffffffUL) {
     case TMPFS_MAGIC: case RAMFS_MAGIC: *kind = REST_SENDFILE_MEMORY; break;
     case EXT4_MAGIC: case XFS_MAGIC: case BTRFS_MAGIC: case F2FS_MAGIC: *kind = REST_SENDFILE_DISK; break;
     case OVERLAYFS_MAGIC: *kind = REST_SENDFILE_STACKED; break;
     default: return 0;
     }
-    *size = (uint64_t)st.st_size;
     return 1;
 }
 

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* Where a servable file's pages are. */
 enum rest_sendfile_kind {
@@ -20,9 +21,9 @@ enum rest_sendfile_kind {
     REST_SENDFILE_STACKED, /* overlayfs: the pages are the file below's */
 };
 
-/* 1 when fd is a regular file on a local filesystem, its size (fstat of
- * fd) into *size and where it lives into *kind; else 0. */
-int rest_sendfile_servable(int fd, uint64_t *size, enum rest_sendfile_kind *kind);
+/* 1 when fd is a regular file on a local filesystem, its fstat into *st
+ * and where it lives into *kind; else 0. */
+int rest_sendfile_servable(int fd, struct stat *st, enum rest_sendfile_kind *kind);
 
 /* 1 when fd's bytes [off, off + n) are in the page cache (always, in
  * memory), or past its end now (sendfile finds the end without reading);

@@ -1,8 +1,7 @@
 /*
  * upload.c - POST /files[?path=P][&username=U]: uploads (see files.h): the
  * request head (Content-Type, Content-Encoding, the user and ?path=, the
- * X-Metadata-* headers checked against the bounds of an extended
- * attribute), then the body.
+ * X-Metadata-* headers checked against envd.yaml's bounds), then the body.
  *
  * The body goes through three stages as it arrives, each with a fixed
  * buffer: the raw bytes (`in`), inflated when Content-Encoding is gzip
@@ -350,39 +349,52 @@ void rest_upload_watch_pipe(struct upload *up, int fd)
 /* ---- the request head ---- */
 
 /* X-Metadata-<key>: <value> headers, as user.e2b.<key in lower case>,
- * within what one extended attribute can hold. */
+ * within envd.yaml's bounds: the first of a repeated key, "X-Metadata-"
+ * alone skipped. */
 static int read_meta(struct upload *up, const char **why)
 {
     const struct httpreq *r = conn_req(up->c);
-    size_t plen = strlen(HEADER_METADATA_PREFIX);
+    size_t plen = strlen(HEADER_METADATA_PREFIX), xplen = strlen(FILESYSTEM_XATTR_PREFIX), total = 0;
     up->meta = calloc(r->nhdr ? r->nhdr : 1, sizeof *up->meta);
     if (!up->meta) return *why = "out of memory", -1;
     for (unsigned i = 0; i < r->nhdr; i++) {
         const char *name, *value;
         httpreq_header_at(r, i, &name, &value);
-        if (strncasecmp(name, HEADER_METADATA_PREFIX, plen) != 0) continue;
+        if (strncasecmp(name, HEADER_METADATA_PREFIX, plen) != 0 || !name[plen]) continue;
         const char *key = name + plen;
-        size_t klen = strlen(key), vlen = strlen(value);
-        if (rest_upload_meta_check(klen, vlen, why) < 0) return -1;
-        size_t xlen = strlen(FILESYSTEM_XATTR_PREFIX) + klen;
+        size_t klen = strlen(key), vlen = strlen(value), k;
+        for (k = 0; k < up->nmeta && strcasecmp(up->meta[k].name + xplen, key); k++) continue;
+        if (k < up->nmeta) continue; /* repeated: the first is used */
+        if (rest_upload_meta_check(key, klen, value, vlen, &total, why) < 0) return -1;
         struct upload_meta *m = &up->meta[up->nmeta++];
-        if (!(m->name = malloc(xlen + 1)) || !(m->value = strdup(value))) return *why = "out of memory", -1;
-        memcpy(m->name, FILESYSTEM_XATTR_PREFIX, xlen - klen);
-        for (size_t k = 0; k <= klen; k++) m->name[xlen - klen + k] = (char)tolower((unsigned char)key[k]);
+        if (!(m->name = malloc(xplen + klen + 1)) || !(m->value = strdup(value))) return *why = "out of memory", -1;
+        memcpy(m->name, FILESYSTEM_XATTR_PREFIX, xplen);
+        for (size_t j = 0; j <= klen; j++) m->name[xplen + j] = (char)tolower((unsigned char)key[j]);
         m->vlen = vlen;
     }
     return 0;
 }
 
-int rest_upload_meta_check(size_t klen, size_t vlen, const char **why)
+/* Printable US-ASCII, as envd.yaml asks of keys and values. */
+static int printable(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e) return 0;
+    return 1;
+}
+
+int rest_upload_meta_check(const char *key, size_t klen, const char *value, size_t vlen, size_t *total,
+                           const char **why)
 {
     if (!klen) return *why = "a metadata key (X-Metadata-KEY) is empty", -1;
-    if (strlen(FILESYSTEM_XATTR_PREFIX) + klen > UPLOAD_XATTR_NAME_MAX)
+    if (klen > UPLOAD_META_KEY_MAX)
         return *why = "a metadata key is longer than 246 bytes (an extended attribute's name, "
                       "user.e2b.KEY, is at most 255)", -1;
-    if (vlen > FILESYSTEM_XATTR_VALUE_MAX)
-        return *why = "a metadata value is longer than 65536 bytes (an extended attribute's value "
-                      "is at most 65536)", -1;
+    if (!printable(key, klen) || !printable(value, vlen))
+        return *why = "a metadata key or value holds a byte outside printable US-ASCII (0x20-0x7E)", -1;
+    *total += strlen(FILESYSTEM_XATTR_PREFIX) + klen + vlen;
+    if (*total > UPLOAD_META_TOTAL_MAX)
+        return *why = "the metadata is larger than 4096 bytes (user.e2b.KEY and its value, for each key)", -1;
     return 0;
 }
 

@@ -26,9 +26,11 @@
 #define UPLOAD_REPLY_MAX (SERVE_BODY_MAX - 64)
 /* The pipe to a helper is made this large when the kernel allows. */
 #define UPLOAD_PIPE_SIZE (1024 * 1024)
-/* The kernel's bound on an extended attribute's name (XATTR_NAME_MAX); its
- * bound on a value is FILESYSTEM_XATTR_VALUE_MAX (XATTR_SIZE_MAX). */
-#define UPLOAD_XATTR_NAME_MAX 255
+/* envd.yaml's bounds on metadata: a key (the kernel's XATTR_NAME_MAX less
+ * "user.e2b."), and all of a file's, counted as "user.e2b." + key + value
+ * for each key. */
+#define UPLOAD_META_KEY_MAX 246
+#define UPLOAD_META_TOTAL_MAX 4096
 
 struct upload_meta {
     char *name;     /* "user.e2b.<key, lowercased>" */
@@ -98,9 +100,12 @@ void rest_upload_file_seen_free(struct upload *up);
 /* The helper of f ended without a result (killed): have the temporary
  * files it told of removed, as the upload's user. */
 void rest_upload_file_reap(struct upload *up, struct upload_file *f);
-/* An X-Metadata-KEY header with a KEY of klen bytes and a value of vlen
- * bytes fits an extended attribute (the kernel's bounds): 0, or -1 with
- * *why saying which bound it passes. */
-int rest_upload_meta_check(size_t klen, size_t vlen, const char **why);
+/* An X-Metadata-KEY header (KEY of klen bytes, its value of vlen) within
+ * envd.yaml's bounds: KEY not empty and at most UPLOAD_META_KEY_MAX bytes,
+ * both printable US-ASCII (0x20-0x7E), and *total (the set so far, to
+ * which it is added) at most UPLOAD_META_TOTAL_MAX. 0, or -1 with *why
+ * saying which bound it passes. */
+int rest_upload_meta_check(const char *key, size_t klen, const char *value, size_t vlen, size_t *total,
+                           const char **why);
 
 #endif

@@ -7,10 +7,11 @@
  * file of that name exists. The loop never reads them: when the helper
  * ended without a result (killed: it could not remove its file), another
  * helper, as the same user, reads what it told from the socket and removes
- * those files; never the agent itself.
+ * those files (rest/tmpreap.h); never the agent itself.
  */
 #include "agent/api/rest/upload.h"
 #include "agent/api/rest/files.h"
+#include "agent/api/rest/tmpreap.h"
 #include "agent/api/filesystem/entry.h"
 #include "agent/api/asuser/path.h"
 #include "agent/api/http/hparam.h"
@@ -34,8 +35,6 @@
 #include <unistd.h>
 
 #define VERDICT_FD (ASUSER_JOB_IN_FD0 + 1)
-/* A temporary path as the helper tells it (write.c's bound), with its NUL. */
-#define TMP_NAME_MAX (PATH_MAX + 64)
 /* fsetxattr's ENOSPC with this much room left on the filesystem is the
  * filesystem's bound on attributes, not a full disk. */
 #define XATTR_ROOM_MIN (1024u * 1024u)
@@ -77,13 +76,7 @@ static int prepare(void *ctx, int fd, const char *replaced)
 
 /* files_write's named: the temporary path to the loop, NUL-terminated, without
  * ever waiting (the loop reads it only if this helper dies). */
-static int named(void *ctx, const char *tmp)
-{
-    (void)ctx;
-    size_t n = strlen(tmp) + 1;
-    ssize_t w = send(VERDICT_FD, tmp, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    return w == (ssize_t)n ? 0 : w < 0 ? errno : EAGAIN;
-}
+static int named(void *ctx, const char *tmp) { return rest_tmpreap_tell(VERDICT_FD, tmp); }
 
 static int fail_message(const struct upload_file *f, const struct files_err *e, char *msg, size_t cap, int *status)
 {
@@ -104,7 +97,7 @@ static int file_child(void *arg)
 {
     const struct upload_file *f = arg;
     struct files_write_opts o = {.parents = 1};
-    struct files_write_hooks h = {prepare, named, f->up};
+    struct files_write_hooks h = {.prepare = prepare, .named = named, .ctx = f->up};
     struct files_err e;
     long long bytes;
     if (files_write_hooked(f->path, ASUSER_JOB_IN_FD0, &o, &h, &bytes, &e) == 0) return asuser_job_reply(0, NULL, 0) < 0;
@@ -113,42 +106,6 @@ static int file_child(void *arg)
     int n = fail_message(f, &e, msg, sizeof msg, &status);
     if (n >= (int)sizeof msg) n = (int)sizeof msg - 1;
     return asuser_job_reply(status, msg, (size_t)n) < 0;
-}
-
-/* One told name: removed when it is an atomic write's temporary name. */
-static void remove_told(const char *tmp)
-{
-    size_t n, tl;
-    const char *name = files_last_name(tmp, &n), *t;
-    enum files_tmp_kind k = tmp[0] == '/' ? files_tmp_kind(name, n, &t, &tl) : FILES_TMP_NONE;
-    if ((k == FILES_TMP_NEW || k == FILES_TMP_REPLACES) && unlink(tmp) < 0 && errno != ENOENT)
-        log_warn("upload: cannot remove %s: %s", tmp, strerror(errno));
-}
-
-/* The clean-up helper, as the user: every name a dead helper told (fd 4,
- * its verdict socket: what it sent, then EOF), each removed. All of them,
- * not the last: it may have died between naming a file and making it so. */
-static int reap_child(void *arg)
-{
-    char chunk[4096], cur[TMP_NAME_MAX];
-    size_t len = 0;
-    int over = 0;
-    ssize_t r;
-    (void)arg;
-    while ((r = read(ASUSER_JOB_IN_FD0, chunk, sizeof chunk)) > 0 || (r < 0 && errno == EINTR)) {
-        for (ssize_t i = 0; i < r; i++) {
-            if (chunk[i] == '\0') {
-                cur[len] = '\0';
-                if (!over) remove_told(cur);
-                len = 0, over = 0;
-            } else if (len + 1 < sizeof cur) {
-                cur[len++] = chunk[i];
-            } else {
-                over = 1;
-            }
-        }
-    }
-    return 0;
 }
 
 /* ---- one file (in the loop) ---------------------------------------------------- */
@@ -209,15 +166,7 @@ fail_errno:
     return -1;
 }
 
-void rest_upload_file_reap(struct upload *up, struct upload_file *f)
-{
-    char err[ERR_LEN];
-    if (f->verdict_fd < 0) return;
-    struct asuser_job_opts o = {.user = &up->u, .fn = reap_child, .in_fds = {f->verdict_fd}, .nin = 1};
-    struct asuser_job *j = asuser_job_start(EV_DEFAULT, &o, err);
-    if (!j) log_warn("upload: cannot remove the temporary file of a helper that died: %s", err);
-    asuser_job_detach(j);
-}
+void rest_upload_file_reap(struct upload *up, struct upload_file *f) { rest_tmpreap_start(&up->u, f->verdict_fd); }
 
 int rest_upload_file_start(struct upload *up, const char *path)
 {
