@@ -42,7 +42,8 @@ struct tree_ops {
      * were lost (path ROOT, error NULL: the client must re-list) or, with an
      * error text, that `path` could not be watched or listed. */
     void (*event)(void *ctx, uint32_t mask, const char *path, size_t len, const char *error);
-    /* An event could not be delivered: its path passed TREE_PATH_MAX. */
+    /* An event could not be delivered: its path passed TREE_PATH_MAX, or the
+     * paths of the directories below one that cannot be watched did. */
     void (*lost)(void *ctx);
     /* on 1: the tree is being rebuilt after an overflow; on 0: every watch is
      * in place again. Between the two only errors of the re-walk arrive, and

@@ -101,6 +101,17 @@ int tree_watch_follow_move(struct tree *s, struct tree_node *m, struct tree_node
 /* List what top holds (fd: top open already, taken; or -1) and below. */
 void tree_list_scan(struct tree *s, struct tree_node *top, int fd, int report);
 void tree_list_renamed(struct tree *s, struct tree_node *top);
+/* n appeared (created or moved in) and is watched: it is listed by
+ * tree_list_announced, once every directory the events read by then
+ * announced is watched too (a watch is not spent on what one of them holds
+ * before its siblings are watched). */
+void tree_list_later(struct tree *s, struct tree_node *n);
+void tree_list_announced(struct tree *s);
+/* The directory (parent, name), open as fd (the caller's), could not be
+ * watched: report it with msg, and every directory below it as well (the
+ * front-end's admit permitting), none of which is watched either. */
+void tree_list_unwatched(struct tree *s, const struct tree_node *parent, const char *name, size_t len, int fd,
+                         const char *msg);
 
 /* wbar.c */
 void tree_mark_init(struct tree *s);   /* tree_new: the pipe (none without /proc) */
@@ -142,6 +153,15 @@ int tree_probe_open_child(int pfd, const char *name, size_t len, struct stat *st
 /* What directory (parent, name) is now. */
 enum tree_probe tree_probe(struct tree *s, const struct tree_node *parent, const char *name, size_t len,
                        struct stat *st);
+/* The directory at path (relative to dfd; its last component never a
+ * symlink), checked to be the one found as (dev, ino); st filled. Returns
+ * the fd, TREE_PROBE_STALE (gone, or another one has the path now), or -1
+ * with errno. */
+int tree_probe_open_found(int dfd, const char *path, dev_t dev, ino_t ino, struct stat *st);
+/* 1 when the front-end's admit refuses the directory at path (relative to
+ * dfd), which the service may not open (EACCES), judged from its lstat alone:
+ * then it is left out as silently as one admit refuses. */
+int tree_probe_refused(struct tree *s, int dfd, const char *path);
 /* inotify_add_watch for exactly the directory open as fd, (parent, name). */
 int tree_probe_watch_fd(struct tree *s, int fd, const struct tree_node *parent, const char *name, size_t len,
                 uint32_t mask);
