@@ -1,5 +1,5 @@
 /*
- * wlist.c - the tree service's listings (see tree.h): what a directory that
+ * list.c - the tree service's listings (see tree.h): what a directory that
  * appeared already holds, reported as IN_CREATE, each subdirectory watched
  * before it is listed in turn; the initial walk (which reports nothing); and
  * re-listing the parts of a renamed subtree whose paths went stale.

@@ -1,5 +1,5 @@
 /*
- * wprobe.c - the tree service's looks at the file system (see wsync_priv.h):
+ * probe.c - the tree service's looks at the file system (see tree_priv.h):
  * directories are told apart by inode (st_dev, st_ino), never by path alone.
  *
  * The events are read late: by the time "a created" is handled, the path a

@@ -1,10 +1,10 @@
 /*
  * tree.c - the tree service's life and its events (see tree.h): the inotify
  * fd and its reader on the loop, arming (ROOT, then the initial walk), the
- * rebuild after an overflow, and acting on each event as wevent.c maps it:
+ * rebuild after an overflow, and acting on each event as event.c maps it:
  * delivering it, following a directory that appeared or was renamed inside
  * the tree, forgetting one that left. Watches are added and dropped by
- * wwatch.c, directories listed by wlist.c.
+ * watch.c, directories listed by list.c.
  */
 #include "inotify/tree/tree_priv.h"
 #include "agent/core/err.h"

@@ -12,7 +12,7 @@
  * look into, too (tree_set_admit). Never forks, never touches anything
  * under ROOT. Besides the inotify fd it holds a pipe of its own (two fds,
  * one watch): a mark it queues among the events, to know when the model is
- * in step with them (wbar.c).
+ * in step with them (mark.c).
  *
  * Bounds owned here: TREE_READ_BUF bytes of events per read, TREE_MAX_NODES
  * directories, TREE_PATH_MAX bytes of one path (a longer one is `lost`). The

@@ -1,5 +1,5 @@
 /*
- * wwatch.c - the tree service's watches (see tree.h): adding one for a
+ * watch.c - the tree service's watches (see tree.h): adding one for a
  * directory that appeared, recognising a directory watched already under
  * another name, following a rename only once the inode at the new name is
  * the one renamed, and dropping a subtree's watches with the IN_IGNORED each

@@ -1,6 +1,6 @@
 /*
- * test_tree.c - the tree service (inotify/tree/tree.c, wwatch.c, wlist.c,
- * wprobe.c) read exactly when the test says: nothing is read until
+ * test_tree.c - the tree service (inotify/tree/tree.c, watch.c, list.c,
+ * probe.c, mark.c) read exactly when the test says: nothing is read until
  * tree_drain, so "the watcher is slower than the writer" is a fact here,
  * not a race. The case: mkdir a; mkdir a/x; mv a bN; mkdir a; touch bN/x/f,
  * all before the service reads "a created" - by then the path a names a
