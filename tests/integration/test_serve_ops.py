@@ -222,8 +222,8 @@ def test_init_unknown_user_is_400_and_changes_nothing(serve):
     assert r.status == 400 and r.json()["code"] == "invalid_argument" and "no-such-user-x" in r.json()["message"]
     out, _ = run_out(a, "/bin/sh", "-c", 'echo "[$SHOULD_NOT]"; pwd')
     assert out == b"[]\n%s\n" % pwd.getpwuid(os.geteuid()).pw_dir.encode()  # the home, not the workdir
-    assert rest(a, "GET", "/health").status == 204            # the old token still holds
-    assert rest(a, "GET", "/health", token="new-token").status == 401
+    assert rest(a, "GET", "/envs").status == 200              # the old token still holds
+    assert rest(a, "GET", "/envs", token="new-token").status == 401
 
 
 @pytest.mark.parametrize("body", [
@@ -255,10 +255,11 @@ def test_init_bounds_and_methods(serve):
 
 def test_init_sets_a_token_when_there_is_none(serve):
     a = serve(SANDBOX_AGENT_TOKEN=None)
-    assert rest(a, "GET", "/health", token=False).status == 204
+    assert rest(a, "GET", "/envs", token=False).status == 200
     assert init(a, {"accessToken": "fresh-1"}, token=False).status == 204
-    assert rest(a, "GET", "/health", token=False).status == 401
-    assert rest(a, "GET", "/health", token="fresh-1").status == 204
+    assert rest(a, "GET", "/envs", token=False).status == 401
+    assert rest(a, "GET", "/envs", token="fresh-1").status == 200
+    assert rest(a, "GET", "/health", token=False).status == 204  # /health never needs it
     assert init(a, {"accessToken": "other"}, token=False).status == 401  # now it takes the current one
 
 
@@ -266,10 +267,10 @@ def test_init_replaces_the_token_only_with_the_current_one(serve):
     a = serve(SANDBOX_AGENT_TOKEN="t0-current")
     assert init(a, {"accessToken": "t1-new"}, token=False).status == 401
     assert init(a, {"accessToken": "t1-new"}, token="wrong").status == 401
-    assert rest(a, "GET", "/health", token="t1-new").status == 401  # nothing changed
+    assert rest(a, "GET", "/envs", token="t1-new").status == 401  # nothing changed
     assert init(a, {"accessToken": "t1-new"}, token="t0-current").status == 204
-    assert rest(a, "GET", "/health", token="t0-current").status == 401
-    assert rest(a, "GET", "/health", token="t1-new").status == 204
+    assert rest(a, "GET", "/envs", token="t0-current").status == 401
+    assert rest(a, "GET", "/envs", token="t1-new").status == 200
     a.token = "t1-new"
     # Never in a process's environment, nor in the agent's.
     out, _ = run_out(a, "/bin/sh", "-c", "cat /proc/self/environ /proc/%d/environ 2>/dev/null; env" % a.pid)
@@ -301,7 +302,7 @@ def test_await_token_refuses_other_routes_until_init(agent):
         assert rest(a, "GET", "/envs").json()["E"] == "1"
         # The first one won: another /init without it is refused.
         assert init(a, {"accessToken": "late"}, token=False).status == 401
-        assert rest(a, "GET", "/health", token="late").status == 401
+        assert rest(a, "GET", "/envs", token="late").status == 401
     finally:
         rc, err = a.stop()
     assert rc == 0, err
