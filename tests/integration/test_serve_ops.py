@@ -3,7 +3,8 @@ routes), black-box over a Unix socket (or TCP where the address matters):
 
 GET /metrics: envd's Metrics object, every field and its unit, behind the
 token; the sandbox's own figures: the memory cgroup's limit as mem_total
-inside a cgroup made for the test, the quota of a CPU cgroup as
+inside a cgroup made for the test (and in a container's view of cgroup
+v1, the group mounted as the hierarchy's root), the quota of a CPU cgroup as
 cpu_count, the CPU used between two calls, the disk of / or of
 SANDBOX_AGENT_DISK_PATH.
 
@@ -26,7 +27,7 @@ import time
 
 import pytest
 
-from cgroups import MemoryCgroup, CpuCgroup
+from cgroups import MemoryCgroup, CpuCgroup, cgroup_mounts
 from conftest import PY, TIMEOUT, free_port, started_agents, wait_until
 from connectc import ServeAgent, end_of, head_bytes, output
 
@@ -154,6 +155,34 @@ def test_metrics_report_the_memory_cgroup_limit(agent):
         assert metrics(a)["mem_used"] >= m["mem_used"] + (16 << 20)
         a.unary("process.Process/CloseStdin", {"process": {"pid": pid}})
         s.collect()
+    finally:
+        if a:
+            a.stop()
+        cg.close()
+
+
+# A container's view of cgroup v1 without a cgroup namespace (runc's, podman's
+# and the kubelet's default there): the hierarchy is mounted with the
+# container's own group as its root, while /proc/self/cgroup names the full path.
+CONTAINER_VIEW = (
+    'T=$(mktemp -d) && mount --bind "$0" "$T" && umount -l "$1" && mount --move "$T" "$1" '
+    '&& rmdir "$T" && echo 0 > "$1/cgroup.procs" && shift && exec "$@"')
+
+
+def test_metrics_report_the_limit_in_a_container_view_of_cgroup_v1(agent):
+    cg = MemoryCgroup(64 << 20)
+    if cg.why:
+        pytest.skip(cg.why)
+    a = None
+    try:
+        if cg.kind == "v2":
+            pytest.skip("the memory controller is on cgroup v2 here: no v1 container view to make")
+        mnt = [m for t, opts, _, m in cgroup_mounts() if t == "cgroup" and "memory" in opts]
+        view = ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", CONTAINER_VIEW, cg.dir, mnt[0]]
+        a = ServeAgent(agent, wrap=view)
+        m = metrics(a)
+        assert m["mem_total"] == 64 << 20, (m, a.stderr())
+        assert 0 < m["mem_used"] <= 64 << 20
     finally:
         if a:
             a.stop()
