@@ -8,7 +8,8 @@
 #                      fuzz run of each parser, and the container tests
 #                      (podman + runc, Dockerfile's image)
 #   make test-sdk      the E2B JS SDK suite only (tests/sdk)
-#   make test-container the Dockerfile's image under podman + runc
+#   make test-container the Dockerfile's image under podman + runc, and the
+#                      Kubernetes Pod of tests/container/pod.yaml (podman kube play)
 #   make test-sanitize unit + integration tests against the sanitizer build only
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 60)
 #   make bench         speed and memory against tini, dumb-init, catatonit, ...,
@@ -31,7 +32,7 @@ FUZZ_SMOKE_SECONDS ?= 15
 BUILD_PKGS  := musl-tools bzip2 xz-utils
 TEST_PKGS   := gcc libcmocka-dev python3-pytest python3-pytest-timeout clang libclang-rt-14-dev util-linux libcap2-bin openssl
 BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time nginx openssh-server openssh-client strace
-CONTAINER_PKGS := podman runc debootstrap busybox-static
+CONTAINER_PKGS := podman runc debootstrap busybox-static catatonit iptables
 
 # libev is configured here rather than by its configure script: the same
 # switches must reach ev.c and every file that includes ev.h.
@@ -237,7 +238,8 @@ test-sdk: $(B)/sandbox-agent $(SDK_DIR)/.stamp $(B)/.pkgs-test
 
 # The image built from the Dockerfile, run by podman + runc (root, network
 # for the image build). tests/container/setup.sh makes the base image once.
-test-container: $(B)/.pkgs-test $(B)/.pkgs-container
+# The E2B SDK drives the Kubernetes Pod (test_kube.py).
+test-container: $(B)/.pkgs-test $(B)/.pkgs-container $(SDK_DIR)/.stamp
 	PYTHON=$(PYTHON) tests/run.sh --container
 
 test-sanitize: $(B)/asan/sandbox-agent $(UNIT_BINS)

@@ -1,9 +1,11 @@
 /*
  * routes.c - requests to handlers (see routes.h).
  *
- * Every request needs the token first, /health included (the contract says
- * every request; the E2B SDK sends it on every one); a connection is trusted
- * (conn_trust) once a head of it has it, or at once when there is no token.
+ * Every request needs the token first but /health, which answers
+ * without it as envd's does (a Kubernetes probe cannot send one); a
+ * connection is trusted (conn_trust) once a head of it has the token, or at
+ * once when there is none: /health without it leaves the connection a
+ * stranger's (http/server.h "Admission").
  * While the API awaits its token (SANDBOX_AGENT_AWAIT_TOKEN=1, ops/token.h)
  * only GET /health and POST /init answer, without it and without trusting
  * the connection; everything else is 503 `unavailable` until an /init sets
@@ -95,6 +97,7 @@ static int admitted(struct conn *c, const char *path)
         return 0;
     }
     if (ops_token_present() && !ops_token_ok(httpreq_header(r, HEADER_ACCESS_TOKEN))) {
+        if (!strcmp(path, ROUTE_HEALTH)) return 1; /* envd's: no token, and still a stranger */
         rpc_error_response(c, RPC_UNAUTHENTICATED, "missing or wrong " HEADER_ACCESS_TOKEN, NULL);
         return 0;
     }

@@ -184,7 +184,8 @@ static int has_file(const char *dir, const char *file)
 /* ---- the agent's directory ---- */
 
 /* The agent's own group of that hierarchy, as a directory (and the
- * hierarchy's mount point in mnt_out, when not NULL). */
+ * hierarchy's mount point in mnt_out, when not NULL). Returns 0, 1 when the
+ * group is the hierarchy's root, or -1 with why (cgroup_self_dir). */
 static int own_dir(const struct buf *self, const struct buf *mi, const char *controller, char *dir,
                    char *mnt_out, char *why)
 {
@@ -200,7 +201,7 @@ static int own_dir(const struct buf *self, const struct buf *mi, const char *con
         return -1;
     }
     if (mnt_out) memcpy(mnt_out, mnt, CGROUP_PATH_MAX);
-    return 0;
+    return strcmp(path, "/") ? 0 : 1;
 }
 
 int cgroup_self_dir(const char *controller, char *dir, char *mnt, char *why)

@@ -67,7 +67,11 @@ int cgroup_dir_of(const char *mnt, const char *root, const char *path, char *out
 /* The directory of the agent's own group of the hierarchy that controller
  * names (NULL: cgroup v2) into dir, and that hierarchy's mount point into
  * mnt (may be NULL), both CGROUP_PATH_MAX bytes, as /proc/self/cgroup and
- * /proc/self/mountinfo show them now. Returns 0, or -1 with why. */
+ * /proc/self/mountinfo show them now. Returns 0; 1 when that group is the
+ * hierarchy's root ("/" in /proc/self/cgroup: the host's, unless a cgroup
+ * namespace starts there), whose figures are the machine's; or -1 with
+ * why. A container's v1 mount shows its own group at the mount point: dir
+ * is then mnt, and the return 0. */
 int cgroup_self_dir(const char *controller, char *dir, char *mnt, char *why);
 
 /* Find a hierarchy as w allows and make b->dir, a new directory named

@@ -92,7 +92,7 @@ static int find_v2(struct memcg *m)
 static int find_v1(struct memcg *m)
 {
     char why[ERR_LEN];
-    if (cgroup_self_dir("memory", m->dir, m->mnt, why) < 0 || !strcmp(m->dir, m->mnt)) return -1;
+    if (cgroup_self_dir("memory", m->dir, m->mnt, why) != 0) return -1;
     return has(m->dir, "memory.usage_in_bytes") ? 0 : -1;
 }
 

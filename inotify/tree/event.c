@@ -1,5 +1,5 @@
 /*
- * wevent.c - one inotify event against the watched tree (see wevent.h). The
+ * event.c - one inotify event against the watched tree (see event.h). The
  * order of the tests is the contract: an overflow first, then IN_IGNORED
  * (which settles the ledger), then the stale-wd check, then the directory's
  * own fate (unmount, rename), and only then the events a client sees.

@@ -1,5 +1,5 @@
 /*
- * wevent.h - what one inotify event means, given the watched tree: which
+ * event.h - what one inotify event means, given the watched tree: which
  * watched directory it is about, under which name, and what the service must
  * do with it (deliver it, forget a directory, end because ROOT is gone, ...).
  *

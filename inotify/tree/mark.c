@@ -1,5 +1,5 @@
 /*
- * wbar.c - the tree service's barrier (see wsync_priv.h): a mark put into the
+ * mark.c - the tree service's barrier (see tree_priv.h): a mark put into the
  * inotify queue, so that the service knows when it has read everything
  * queued before a given moment.
  *
@@ -11,7 +11,7 @@
  * tree as it is now, and events from before it may still be queued. Such a
  * node needs the barrier written after the look; once that is read, every
  * event still to come happened after the look, and the node's renames are
- * followed from the events alone, with no system call (wwatch.c). Until then
+ * followed from the events alone, with no system call (watch.c). Until then
  * they are checked by inode as before.
  *
  * The mark: one byte written to a pipe of our own, watched for IN_MODIFY

@@ -1,5 +1,5 @@
 /*
- * tree_model.c - the watched-tree model (see tree_model.h): nodes, their two lookups
+ * model.c - the watched-tree model (see model.h): nodes, their two lookups
  * and the pending-IN_IGNORED ledger, on the core's hash table. Nothing here is
  * recursive, so a deep tree cannot exhaust the stack.
  */

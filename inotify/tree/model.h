@@ -1,5 +1,5 @@
 /*
- * tree_model.h - the watched tree's model: one node per watched directory, found
+ * model.h - the watched tree's model: one node per watched directory, found
  * by inotify watch descriptor or by (parent, name), each knowing its parent
  * so that its path is rebuilt from ROOT when an event is delivered. A rename
  * is then one pointer and one name change, and every descendant follows

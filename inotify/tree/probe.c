@@ -1,5 +1,5 @@
 /*
- * wprobe.c - the tree service's looks at the file system (see wsync_priv.h):
+ * probe.c - the tree service's looks at the file system (see tree_priv.h):
  * directories are told apart by inode (st_dev, st_ino), never by path alone.
  *
  * The events are read late: by the time "a created" is handled, the path a
@@ -84,6 +84,24 @@ int tree_probe_open_child(int pfd, const char *name, size_t len, struct stat *st
         return -1;
     }
     return fd;
+}
+
+int tree_probe_open_found(int dfd, const char *path, dev_t dev, ino_t ino, struct stat *st)
+{
+    int fd = open_at(dfd, path, O_NOFOLLOW);
+    if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? TREE_PROBE_STALE : -1;
+    if (fstat(fd, st) < 0 || st->st_dev != dev || st->st_ino != ino) {
+        close(fd);
+        return TREE_PROBE_STALE; /* an earlier component replaced, or the name another's now */
+    }
+    return fd;
+}
+
+int tree_probe_refused(struct tree *s, int dfd, const char *path)
+{
+    struct stat st;
+    return s->admit && fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+           !s->admit(s->ctx, -1, &st);
 }
 
 enum tree_probe tree_probe(struct tree *s, const struct tree_node *parent, const char *name, size_t len,

@@ -1,10 +1,10 @@
 /*
  * tree.c - the tree service's life and its events (see tree.h): the inotify
  * fd and its reader on the loop, arming (ROOT, then the initial walk), the
- * rebuild after an overflow, and acting on each event as wevent.c maps it:
+ * rebuild after an overflow, and acting on each event as event.c maps it:
  * delivering it, following a directory that appeared or was renamed inside
  * the tree, forgetting one that left. Watches are added and dropped by
- * wwatch.c, directories listed by wlist.c.
+ * watch.c, directories listed by list.c.
  */
 #include "inotify/tree/tree_priv.h"
 #include "agent/core/err.h"
@@ -73,6 +73,7 @@ static int arm(struct tree *s)
     s->have_tree = 1;
     s->t.extra = s->wextra;
     s->relist_marks = 0;
+    s->stack_len = 0; /* listings the old fd's events asked for: the walk does them */
     s->mover_next = 0;
     memset(s->movers, 0, sizeof s->movers);
     tree_mark_arm(s);
@@ -147,9 +148,9 @@ static void mover_mark(struct tree *s, struct tree_node *n, const char *name, si
 
 static void new_dir(struct tree *s, struct tree_node *parent, const char *name, size_t len)
 {
-    int is_new, fd;
-    struct tree_node *c = tree_watch_add_dir(s, parent, -1, name, len, &is_new, &fd);
-    if (c && is_new) tree_list_scan(s, c, fd, 1); /* listed through the fd watched */
+    int is_new;
+    struct tree_node *c = tree_watch_add_dir(s, parent, -1, name, len, &is_new, NULL);
+    if (c && is_new) tree_list_later(s, c); /* once its siblings are watched: tree_drain */
     else if (c) tree_list_renamed(s, c); /* found again under a new name */
 }
 
@@ -251,21 +252,24 @@ static int handle(struct tree *s, ssize_t got)
 }
 
 /* Read and handle what the kernel has queued, up to TREE_READS_PER_WAKE
- * reads (the fd is level-triggered: the rest wakes us again). */
+ * reads (the fd is level-triggered: the rest wakes us again); then list the
+ * directories those events announced, every one of them watched by now. */
 void tree_drain(struct tree *s)
 {
     for (int i = 0; i < TREE_READS_PER_WAKE && !s->halted && s->fd >= 0; i++) {
         ssize_t got = read(s->fd, s->rbuf, TREE_READ_BUF);
         if (got < 0) {
             if (errno == EINTR) continue;
-            if (errno == EAGAIN) return;
+            if (errno == EAGAIN) break;
             char msg[ERR_LEN];
             err_set(msg, "cannot read inotify events: %s", strerror(errno));
             end(s, TREE_FAILED, msg);
             return;
         }
-        if (got == 0 || handle(s, got)) return;
+        if (got == 0 || handle(s, got)) break;
     }
+    tree_list_announced(s);
+    tree_mark_flush(s); /* behind what the listings placed */
 }
 
 static void on_readable(struct ev_loop *loop, ev_io *io, int revents)

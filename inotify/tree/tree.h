@@ -12,7 +12,7 @@
  * look into, too (tree_set_admit). Never forks, never touches anything
  * under ROOT. Besides the inotify fd it holds a pipe of its own (two fds,
  * one watch): a mark it queues among the events, to know when the model is
- * in step with them (wbar.c).
+ * in step with them (mark.c).
  *
  * Bounds owned here: TREE_READ_BUF bytes of events per read, TREE_MAX_NODES
  * directories, TREE_PATH_MAX bytes of one path (a longer one is `lost`). The
@@ -42,7 +42,8 @@ struct tree_ops {
      * were lost (path ROOT, error NULL: the client must re-list) or, with an
      * error text, that `path` could not be watched or listed. */
     void (*event)(void *ctx, uint32_t mask, const char *path, size_t len, const char *error);
-    /* An event could not be delivered: its path passed TREE_PATH_MAX. */
+    /* An event could not be delivered: its path passed TREE_PATH_MAX, or the
+     * paths of the directories below one that cannot be watched did. */
     void (*lost)(void *ctx);
     /* on 1: the tree is being rebuilt after an overflow; on 0: every watch is
      * in place again. Between the two only errors of the re-walk arrive, and

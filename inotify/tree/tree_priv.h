@@ -1,8 +1,8 @@
 /*
- * wsync_priv.h - the inside of the tree service, shared by its five files and
- * by nothing else: tree.c (lifecycle, reading, dispatch), wwatch.c (adding
- * and dropping watches, following renames), wlist.c (listing directories),
- * wprobe.c (looking at the file system by inode), wbar.c (the barrier that
+ * tree_priv.h - the inside of the tree service, shared by its five files and
+ * by nothing else: tree.c (lifecycle, reading, dispatch), watch.c (adding
+ * and dropping watches, following renames), list.c (listing directories),
+ * probe.c (looking at the file system by inode), mark.c (the barrier that
  * tells when the model is in step with the events). Front-ends include
  * tree.h only.
  */
@@ -66,7 +66,7 @@ struct tree {
         int wd;
     } movers[TREE_MOVERS];
     unsigned mover_next;
-    int bar[2];            /* wbar.c: the barrier pipe (read, write), or -1 */
+    int bar[2];            /* mark.c: the barrier pipe (read, write), or -1 */
     int bar_wd;            /* its watch on the current fd, or -1: no barrier */
     unsigned long bar_sent, bar_done; /* barriers written, and read back */
     int bar_want;          /* a node waits for a barrier not written yet */
@@ -81,7 +81,7 @@ void tree_emit_at(struct tree *s, uint32_t mask, const struct tree_node *n, cons
                 const char *error);
 void tree_root_gone(struct tree *s, const char *why);
 
-/* wwatch.c */
+/* watch.c */
 /* Watch the directory `name` of parent, opened relative to pfd (parent's
  * checked fd) or, with pfd -1, through parent's checked path. Returns its
  * node, with *is_new = 1 when it was not watched before (then *fd_out, when
@@ -97,12 +97,23 @@ void tree_watch_drop(struct tree *s, struct tree_node *n, int skip_wd, int skip_
  * directory moved in (m stayed where it was, or was forgotten). */
 int tree_watch_follow_move(struct tree *s, struct tree_node *m, struct tree_node *parent, const char *name, size_t len);
 
-/* wlist.c */
+/* list.c */
 /* List what top holds (fd: top open already, taken; or -1) and below. */
 void tree_list_scan(struct tree *s, struct tree_node *top, int fd, int report);
 void tree_list_renamed(struct tree *s, struct tree_node *top);
+/* n appeared (created or moved in) and is watched: it is listed by
+ * tree_list_announced, once every directory the events read by then
+ * announced is watched too (a watch is not spent on what one of them holds
+ * before its siblings are watched). */
+void tree_list_later(struct tree *s, struct tree_node *n);
+void tree_list_announced(struct tree *s);
+/* The directory (parent, name), open as fd (the caller's), could not be
+ * watched: report it with msg, and every directory below it as well (the
+ * front-end's admit permitting), none of which is watched either. */
+void tree_list_unwatched(struct tree *s, const struct tree_node *parent, const char *name, size_t len, int fd,
+                         const char *msg);
 
-/* wbar.c */
+/* mark.c */
 void tree_mark_init(struct tree *s);   /* tree_new: the pipe (none without /proc) */
 void tree_mark_arm(struct tree *s);    /* arm: watch it on the fresh fd */
 void tree_mark_close(struct tree *s);
@@ -119,7 +130,7 @@ int tree_mark_drop(struct tree *s);
 /* 1 when ev is the barrier's (consumed), 0 for any other event. */
 int tree_mark_event(struct tree *s, const struct inotify_event *ev);
 
-/* wprobe.c */
+/* probe.c */
 #define TREE_PROBE_STALE (-2)
 enum tree_probe {
     TREE_PROBE_FOUND,   /* a directory, *st filled */
@@ -142,6 +153,15 @@ int tree_probe_open_child(int pfd, const char *name, size_t len, struct stat *st
 /* What directory (parent, name) is now. */
 enum tree_probe tree_probe(struct tree *s, const struct tree_node *parent, const char *name, size_t len,
                        struct stat *st);
+/* The directory at path (relative to dfd; its last component never a
+ * symlink), checked to be the one found as (dev, ino); st filled. Returns
+ * the fd, TREE_PROBE_STALE (gone, or another one has the path now), or -1
+ * with errno. */
+int tree_probe_open_found(int dfd, const char *path, dev_t dev, ino_t ino, struct stat *st);
+/* 1 when the front-end's admit refuses the directory at path (relative to
+ * dfd), which the service may not open (EACCES), judged from its lstat alone:
+ * then it is left out as silently as one admit refuses. */
+int tree_probe_refused(struct tree *s, int dfd, const char *path);
 /* inotify_add_watch for exactly the directory open as fd, (parent, name). */
 int tree_probe_watch_fd(struct tree *s, int fd, const struct tree_node *parent, const char *name, size_t len,
                 uint32_t mask);

@@ -1,5 +1,5 @@
 /*
- * wwatch.c - the tree service's watches (see tree.h): adding one for a
+ * watch.c - the tree service's watches (see tree.h): adding one for a
  * directory that appeared, recognising a directory watched already under
  * another name, following a rename only once the inode at the new name is
  * the one renamed, and dropping a subtree's watches with the IN_IGNORED each
@@ -92,28 +92,40 @@ static int add_watch(struct tree *s, int fd, const struct tree_node *parent, con
     return wd;
 }
 
-/* (parent, name) could not be opened or watched: e. Gone already (ENOENT,
- * ENOTDIR) or a symlink or a loop is silent; anything else is reported. */
+/* Why a directory could not be opened or watched (e), into msg; 0 when that
+ * is silent: gone already (ENOENT, ENOTDIR), a symlink or a loop. */
+static int failure(int e, char *msg, size_t cap)
+{
+    if (e == ENOENT || e == ENOTDIR || e == ELOOP) return 0;
+    snprintf(msg, cap, "cannot watch: %s%s", strerror(e), e == ENOSPC ? " (inotify watch limit reached)" : "");
+    return 1;
+}
+
+/* (parent, name) could not be opened: e, reported unless silent. */
 static void add_failed(struct tree *s, const struct tree_node *parent, const char *name, size_t len, int e)
 {
-    if (e == ENOENT || e == ENOTDIR || e == ELOOP) return;
     char msg[160];
-    snprintf(msg, sizeof msg, "cannot watch: %s%s", strerror(e), e == ENOSPC ? " (inotify watch limit reached)" : "");
-    tree_emit_at(s, IN_Q_OVERFLOW, parent, name, len, msg);
+    if (failure(e, msg, sizeof msg)) tree_emit_at(s, IN_Q_OVERFLOW, parent, name, len, msg);
+}
+
+/* (parent, name), open as fd, could not be watched: e. Reported unless
+ * silent, with every directory below it: nothing below an unwatched
+ * directory is watched, and none of it may go unnamed. */
+static void watch_failed(struct tree *s, const struct tree_node *parent, const char *name, size_t len, int fd, int e)
+{
+    char msg[160];
+    if (failure(e, msg, sizeof msg)) tree_list_unwatched(s, parent, name, len, fd, msg);
 }
 
 /* The subdirectory name of pfd, which the agent may not open (EACCES): 1
- * when the front-end's admit refuses it too, judged from its lstat alone
- * (then the agent is the one admit speaks for, and it is left out as
- * silently as one admit refuses). */
+ * when the front-end's admit refuses it too (tree_probe_refused). */
 static int refused_unopened(struct tree *s, int pfd, const char *name, size_t len)
 {
     char nm[NAME_MAX + 1];
-    struct stat st;
-    if (!s->admit || len > NAME_MAX) return 0;
+    if (len > NAME_MAX) return 0;
     memcpy(nm, name, len);
     nm[len] = '\0';
-    return fstatat(pfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && !s->admit(s->ctx, -1, &st);
+    return tree_probe_refused(s, pfd, nm);
 }
 
 /* The subdirectory (parent, name), opened relative to pfd or, with pfd -1,
@@ -173,10 +185,10 @@ static struct tree_node *reuse(struct tree *s, struct tree_node *old, int wd, in
     return NULL;
 }
 
-/* A new node (parent, name) for the fresh watch wd of directory st, or NULL
- * (reported). */
+/* A new node (parent, name) for the fresh watch wd of directory st (open as
+ * fd), or NULL (reported, with what it holds). */
 static struct tree_node *attach(struct tree *s, struct tree_node *parent, const char *name, size_t len, int wd,
-                            const struct stat *st)
+                            int fd, const struct stat *st)
 {
     struct tree_node *there = tree_model_child(&s->t, parent, name, len);
     if (there) tree_watch_drop(s, there, -1, 0); /* a stale entry under the same name */
@@ -194,7 +206,7 @@ static struct tree_node *attach(struct tree *s, struct tree_node *parent, const 
         snprintf(msg, sizeof msg, "cannot watch: more than %u directories", (unsigned)TREE_MAX_NODES);
     else
         snprintf(msg, sizeof msg, "cannot watch: out of memory");
-    tree_emit_at(s, IN_Q_OVERFLOW, parent, name, len, msg);
+    tree_list_unwatched(s, parent, name, len, fd, msg);
     return NULL;
 }
 
@@ -214,12 +226,12 @@ struct tree_node *tree_watch_add_dir(struct tree *s, struct tree_node *parent, i
     int wd = add_watch(s, fd, parent, name, len, &existing);
     struct tree_node *n = NULL;
     if (wd < 0) {
-        add_failed(s, parent, name, len, errno);
+        watch_failed(s, parent, name, len, fd, errno);
     } else {
         struct tree_node *old = tree_model_by_wd(&s->t, wd);
         int fresh = 1;
         if (old) n = reuse(s, old, wd, existing, &st, parent, name, len, &fresh);
-        if (fresh && (n = attach(s, parent, name, len, wd, &st))) *is_new = 1;
+        if (fresh && (n = attach(s, parent, name, len, wd, fd, &st))) *is_new = 1;
     }
     if (*is_new && fd_out) *fd_out = fd;
     else close(fd);

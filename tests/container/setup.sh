@@ -43,8 +43,11 @@ src=${SANDBOX_AGENT_SRC:-$repo}
 
 pod_workdir "$2"
 
-step "packages: podman runc debootstrap busybox-static"
-"$repo/deps/packages.sh" podman runc debootstrap busybox-static || die "installing podman runc debootstrap busybox-static"
+# catatonit: the init of a Pod's infra container (podman kube play); iptables:
+# the port a Pod publishes (test_kube.py). Both only recommended by podman.
+step "packages: podman runc debootstrap busybox-static catatonit iptables"
+"$repo/deps/packages.sh" podman runc debootstrap busybox-static catatonit iptables \
+    || die "installing podman runc debootstrap busybox-static catatonit iptables"
 
 pod_choose "$work"
 

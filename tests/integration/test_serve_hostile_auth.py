@@ -86,9 +86,9 @@ def closed_by_agent(c, timeout=PROMPT):
 
 
 def held(a, token):
-    """A keep-alive connection whose /health had token: (conn, status)."""
+    """A keep-alive connection whose GET /envs had token: (conn, status)."""
     c = a.conn()
-    c.send(request("GET", "/health", token=token))
+    c.send(request("GET", "/envs", token=token))
     return c, c.response(PROMPT).status
 
 
@@ -99,12 +99,12 @@ def test_a_body_withheld_across_a_rotation_is_refused(serve):
     evil = json.dumps({"accessToken": "t2-evil"}).encode()
     att = withheld(a, "POST", "/init", evil, token="t0-current")
     assert call(a, "POST", "/init", {"accessToken": "t1-next"}, token="t0-current").status == 204
-    assert call(a, "GET", "/health", token="t0-current").status == 401
+    assert call(a, "GET", "/envs", token="t0-current").status == 401
     att.send(evil)
     r = att.response(PROMPT)
     assert r.status == 401 and r.json()["code"] == "unauthenticated", (r.status, r.body)
-    assert call(a, "GET", "/health", token="t1-next").status == 204
-    assert call(a, "GET", "/health", token="t2-evil").status == 401
+    assert call(a, "GET", "/envs", token="t1-next").status == 200
+    assert call(a, "GET", "/envs", token="t2-evil").status == 401
     assert a.stderr().count("access token replaced") == 1, a.stderr()
 
 
@@ -150,7 +150,7 @@ def test_await_token_a_strangers_withheld_body_loses_to_the_first_init(serve):
     stranger.send(evil)
     r = stranger.response(PROMPT)
     assert r.status == 401 and r.json()["code"] == "unauthenticated", (r.status, r.body)
-    assert call(a, "GET", "/health", token="evil").status == 401
+    assert call(a, "GET", "/envs", token="evil").status == 401
     envs = call(a, "GET", "/envs", token="orchestrated")
     assert envs.status == 200 and envs.json()["MINE"] == "1"
 
@@ -176,16 +176,16 @@ def test_await_token_strangers_inits_never_hold_the_slots(serve):
 def test_connections_trusted_under_a_replaced_token_lose_their_slots(serve):
     a = serve(SANDBOX_AGENT_TOKEN="t0-current", SANDBOX_AGENT_MAX_CONNECTIONS="2")
     old, status = held(a, "t0-current")
-    assert status == 204
+    assert status == 200
     orch = a.conn()
     orch.send(request("POST", "/init", {"accessToken": "t1-next"}, token="t0-current"))
     assert orch.response(PROMPT).status == 204
     late, status = held(a, "t1-next")  # the slot trusted under t0-current is a stranger's now
-    assert status == 204
+    assert status == 200
     assert closed_by_agent(old)
     # The orchestrator's connection, which set the token, kept its trust.
-    orch.send(request("GET", "/health", token="t1-next"))
-    assert orch.response(PROMPT).status == 204
+    orch.send(request("GET", "/envs", token="t1-next"))
+    assert orch.response(PROMPT).status == 200
     for c in (old, orch, late):
         c.close()
 
@@ -262,7 +262,7 @@ def test_half_closed_streams_are_strangers_slots_when_full(serve, transport):
         streams.append(s)
         pids.append(pid)
     c, status = held(a, a.token)
-    assert status == 204
+    assert status == 200
     assert closed_by_agent(streams[0].c)
     assert listed(a) == sorted(pids)  # its process runs on
     c.close()

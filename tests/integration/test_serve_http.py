@@ -213,13 +213,22 @@ def test_envs_hide_the_secrets(serve):
 
 
 @pytest.mark.parametrize("token", [None, "", "t0ken-ab", "t0ken-abcd", "T0KEN-ABC"])
-@pytest.mark.parametrize("path", ["/health", "/envs", "/process.Process/List", "/nowhere"])
+@pytest.mark.parametrize("path", ["/envs", "/metrics", "/process.Process/List", "/nowhere"])
 def test_token_required(serve, token, path):
     a = serve()
     r = call(a, "GET", path, token=token)
     assert r.status == 401
     assert r.headers["content-type"] == "application/json"
     assert r.json() == {"code": "unauthenticated", "message": "missing or wrong X-Access-Token"}
+
+
+@pytest.mark.parametrize("token", [None, "", "wrong"])
+def test_health_needs_no_token(serve, token):
+    """envd's /health has no security, and a Kubernetes probe cannot send one."""
+    a = serve()
+    r = call(a, "GET", "/health", token=token)
+    assert r.status == 204 and r.body == b""
+    assert call(a, "POST", "/health", body=b"x", token=token).status == 405
 
 
 def test_no_token_needed_without_one(serve):
@@ -602,13 +611,32 @@ def test_a_refused_connection_is_displaced_before_a_trusted_one(serve):
     a = serve(SANDBOX_AGENT_MAX_CONNECTIONS="2")
     keep = trusted(a)
     stranger = Client(a.sock())
-    stranger.send(request("GET", "/health", token="wrong"))
+    stranger.send(request("GET", "/envs", token="wrong"))
     assert stranger.response().status == 401
     late = Client(a.sock())
     late.send(request("GET", "/health"))
     assert late.response().status == 204  # the stranger's slot
     stranger.s.settimeout(10)
     assert stranger.closed()
+    keep.send(request("GET", "/health"))
+    assert keep.response().status == 204
+    for c in (keep, late):
+        c.close()
+
+
+def test_health_without_the_token_leaves_the_connection_a_strangers(serve):
+    """/health answers without the token (a Kubernetes probe's), but such a
+    connection is displaced at the bound like any stranger's."""
+    a = serve(SANDBOX_AGENT_MAX_CONNECTIONS="2")
+    keep = trusted(a)
+    probe = Client(a.sock())
+    probe.send(request("GET", "/health", token=None))
+    assert probe.response().status == 204
+    late = Client(a.sock())
+    late.send(request("GET", "/health"))
+    assert late.response().status == 204  # the probe's slot
+    probe.s.settimeout(10)
+    assert probe.closed()
     keep.send(request("GET", "/health"))
     assert keep.response().status == 204
     for c in (keep, late):
@@ -622,17 +650,21 @@ def test_a_connection_with_no_request_past_the_token_has_the_first_head_deadline
     slow = Client(a.sock())
     slow.send(b"GET /health HTTP/1.1\r\nHost: x\r\n")
     refused = Client(a.sock())
-    refused.send(request("GET", "/health", token=None))
+    refused.send(request("GET", "/envs", token=None))
     assert refused.response().status == 401
-    for c in (idle, slow, refused):
+    probed = Client(a.sock())  # a probe's /health without the token: answered, not trusted
+    probed.send(request("GET", "/health", token=None))
+    assert probed.response().status == 204
+    for c in (idle, slow, refused, probed):
         c.s.settimeout(10)  # the HTTP timeout is 60 s
     assert idle.closed()  # nothing sent: closed without a word
     assert slow.response().status == 408
     assert refused.closed()
+    assert probed.closed()
     # The trusted connection, idle longer than that, keeps the HTTP timeout.
     keep.send(request("GET", "/health"))
     assert keep.response().status == 204
-    for c in (keep, idle, slow, refused):
+    for c in (keep, idle, slow, refused, probed):
         c.close()
 
 

@@ -3,7 +3,8 @@ routes), black-box over a Unix socket (or TCP where the address matters):
 
 GET /metrics: envd's Metrics object, every field and its unit, behind the
 token; the sandbox's own figures: the memory cgroup's limit as mem_total
-inside a cgroup made for the test, the quota of a CPU cgroup as
+inside a cgroup made for the test (and in a container's view of cgroup
+v1, the group mounted as the hierarchy's root), the quota of a CPU cgroup as
 cpu_count, the CPU used between two calls, the disk of / or of
 SANDBOX_AGENT_DISK_PATH.
 
@@ -25,7 +26,7 @@ import time
 
 import pytest
 
-from cgroups import MemoryCgroup, CpuCgroup
+from cgroups import MemoryCgroup, CpuCgroup, cgroup_mounts
 from conftest import PY, TIMEOUT, free_port, started_agents, wait_until
 from connectc import ServeAgent, end_of, head_bytes, output
 
@@ -159,6 +160,34 @@ def test_metrics_report_the_memory_cgroup_limit(agent):
         cg.close()
 
 
+# A container's view of cgroup v1 without a cgroup namespace (runc's, podman's
+# and the kubelet's default there): the hierarchy is mounted with the
+# container's own group as its root, while /proc/self/cgroup names the full path.
+CONTAINER_VIEW = (
+    'T=$(mktemp -d) && mount --bind "$0" "$T" && umount -l "$1" && mount --move "$T" "$1" '
+    '&& rmdir "$T" && echo 0 > "$1/cgroup.procs" && shift && exec "$@"')
+
+
+def test_metrics_report_the_limit_in_a_container_view_of_cgroup_v1(agent):
+    cg = MemoryCgroup(64 << 20)
+    if cg.why:
+        pytest.skip(cg.why)
+    a = None
+    try:
+        if cg.kind == "v2":
+            pytest.skip("the memory controller is on cgroup v2 here: no v1 container view to make")
+        mnt = [m for t, opts, _, m in cgroup_mounts() if t == "cgroup" and "memory" in opts]
+        view = ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", CONTAINER_VIEW, cg.dir, mnt[0]]
+        a = ServeAgent(agent, wrap=view)
+        m = metrics(a)
+        assert m["mem_total"] == 64 << 20, (m, a.stderr())
+        assert 0 < m["mem_used"] <= 64 << 20
+    finally:
+        if a:
+            a.stop()
+        cg.close()
+
+
 def test_metrics_cpu_count_is_the_quota(agent):
     cg = CpuCgroup(50000, 100000)  # half a CPU: rounded up, one
     if cg.why:
@@ -221,8 +250,8 @@ def test_init_unknown_user_is_400_and_changes_nothing(serve):
     assert r.status == 400 and r.json()["code"] == "invalid_argument" and "no-such-user-x" in r.json()["message"]
     out, _ = run_out(a, "/bin/sh", "-c", 'echo "[$SHOULD_NOT]"; pwd')
     assert out == b"[]\n%s\n" % pwd.getpwuid(os.geteuid()).pw_dir.encode()  # the home, not the workdir
-    assert rest(a, "GET", "/health").status == 204            # the old token still holds
-    assert rest(a, "GET", "/health", token="new-token").status == 401
+    assert rest(a, "GET", "/envs").status == 200              # the old token still holds
+    assert rest(a, "GET", "/envs", token="new-token").status == 401
 
 
 @pytest.mark.parametrize("body", [
@@ -254,10 +283,11 @@ def test_init_bounds_and_methods(serve):
 
 def test_init_sets_a_token_when_there_is_none(serve):
     a = serve(SANDBOX_AGENT_TOKEN=None)
-    assert rest(a, "GET", "/health", token=False).status == 204
+    assert rest(a, "GET", "/envs", token=False).status == 200
     assert init(a, {"accessToken": "fresh-1"}, token=False).status == 204
-    assert rest(a, "GET", "/health", token=False).status == 401
-    assert rest(a, "GET", "/health", token="fresh-1").status == 204
+    assert rest(a, "GET", "/envs", token=False).status == 401
+    assert rest(a, "GET", "/envs", token="fresh-1").status == 200
+    assert rest(a, "GET", "/health", token=False).status == 204  # /health never needs it
     assert init(a, {"accessToken": "other"}, token=False).status == 401  # now it takes the current one
 
 
@@ -265,10 +295,10 @@ def test_init_replaces_the_token_only_with_the_current_one(serve):
     a = serve(SANDBOX_AGENT_TOKEN="t0-current")
     assert init(a, {"accessToken": "t1-new"}, token=False).status == 401
     assert init(a, {"accessToken": "t1-new"}, token="wrong").status == 401
-    assert rest(a, "GET", "/health", token="t1-new").status == 401  # nothing changed
+    assert rest(a, "GET", "/envs", token="t1-new").status == 401  # nothing changed
     assert init(a, {"accessToken": "t1-new"}, token="t0-current").status == 204
-    assert rest(a, "GET", "/health", token="t0-current").status == 401
-    assert rest(a, "GET", "/health", token="t1-new").status == 204
+    assert rest(a, "GET", "/envs", token="t0-current").status == 401
+    assert rest(a, "GET", "/envs", token="t1-new").status == 200
     a.token = "t1-new"
     # Never in a process's environment, nor in the agent's.
     out, _ = run_out(a, "/bin/sh", "-c", "cat /proc/self/environ /proc/%d/environ 2>/dev/null; env" % a.pid)
@@ -298,7 +328,7 @@ def test_await_token_refuses_other_routes_until_init(agent):
         assert rest(a, "GET", "/envs").json()["E"] == "1"
         # The first one won: another /init without it is refused.
         assert init(a, {"accessToken": "late"}, token=False).status == 401
-        assert rest(a, "GET", "/health", token="late").status == 401
+        assert rest(a, "GET", "/envs", token="late").status == 401
     finally:
         rc, err = a.stop()
     assert rc == 0, err

@@ -20,7 +20,8 @@ import pytest
 from conftest import PY, TIMEOUT, clean_env, started_agents
 from fsclient import Agent
 from watchlib import (IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_ISDIR, IN_MODIFY, IN_MOVED_FROM,  # noqa: F401
-                      IN_MOVED_TO, IN_Q_OVERFLOW, INOTIFY, READY, SENT, Watcher, j, root, start, watchers)
+                      IN_MOVED_TO, IN_Q_OVERFLOW, INOTIFY, READY, SENT, Watcher, j, root, start, userns_limit_missing,
+                      userns_limit_pre, watchers)
 
 
 # ---- directories that leave, are renamed, are replaced ---------------------
@@ -436,12 +437,8 @@ def test_queue_overflow_is_one_line_then_watching_resumes(agent, root, watchers)
     w.check_format()
 
 
-def _userns_ok():
-    return subprocess.run(["unshare", "--user", "--map-root-user", "true"], capture_output=True).returncode == 0
-
-
 def test_unwatchable_directories_are_reported_with_an_error(agent, tmp_path, watchers):
-    userns = _userns_ok()
+    userns = userns_limit_missing() is None
     # Without user namespaces the watcher runs as a user of its own, which
     # must be able to reach ROOT.
     root = str(tmp_path / "root") if userns else tempfile.mkdtemp()
@@ -463,9 +460,7 @@ def _unwatchable(agent, root, watchers, userns):
     # counts this watcher alone and disturbs nothing else on the machine;
     # without user namespaces, a user of its own under the global limit.
     if userns:
-        pre = ["unshare", "--user", "--map-root-user", "sh", "-c",
-               'echo 3 > /proc/sys/user/max_inotify_watches && exec "$0" "$@"']
-        w = start(watchers, agent, root, pre=pre)
+        w = start(watchers, agent, root, pre=userns_limit_pre(3))
         w.ready()
     else:
         old = _sysctl("max_user_watches")

@@ -13,7 +13,7 @@ import time
 AGENT_DIR = "sandbox-agent-"  # the agent's directory under its own group
 
 
-def _mounts():
+def cgroup_mounts():
     """(fstype, superoptions, root, mount point) of every cgroup mount."""
     out = []
     with open("/proc/self/mountinfo") as f:
@@ -30,7 +30,7 @@ def dir_of(line):
     """The directory of the group a /proc/PID/cgroup line names, or None
     when no mount reaches it."""
     hid, ctls, path = line.strip().split(":", 2)
-    for fstype, opts, root, mnt in _mounts():
+    for fstype, opts, root, mnt in cgroup_mounts():
         if hid == "0" and ctls == "" and fstype != "cgroup2":
             continue
         if not (hid == "0" and ctls == "") and (fstype != "cgroup" or not set(ctls.split(",")) & set(opts)):

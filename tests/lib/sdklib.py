@@ -110,18 +110,28 @@ class Client:
         shutil.rmtree(self.stage, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def sdk_dir():
-    """The client (see Client); the name is kept for the fixtures' users."""
+def sdk_client():
+    """A Client (close it when done); skips where node cannot run the SDK or
+    the test user cannot be made, fails where node could but the SDK is not
+    installed. For agents of any kind (tests/container/test_kube.py drives a
+    Pod's)."""
+    if SKIP:
+        pytest.skip("E2B SDK: %s" % SKIP)
     if os.geteuid() != 0:
         pytest.skip("the SDK suite runs the SDK and the sandbox's commands as a test user (%s): "
                     "making it needs root" % USER)
     if not os.path.isfile(os.path.join(SDK_DIR, "node_modules", "e2b", "package.json")):
         pytest.fail("the pinned E2B SDK is not installed in %s: `make test` installs it "
                     "(npm ci --prefix %s with tests/sdk/package*.json)" % (SDK_DIR, SDK_DIR))
+    return Client(_test_user())
+
+
+@pytest.fixture(scope="session")
+def sdk_dir():
+    """The client (see Client) for the agent binary; the name is kept for the fixtures' users."""
     if not os.access(AGENT, os.X_OK):
         pytest.fail("no agent binary at %s (run make first)" % AGENT)
-    client = Client(_test_user())
+    client = sdk_client()
     yield client
     client.close()
 

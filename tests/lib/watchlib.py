@@ -3,10 +3,15 @@
 client does, bounded waits and a barrier (a file created in ROOT afterwards:
 inotify delivers one instance's events in order, so once the barrier's line
 is out, anything earlier is too), and the fixtures that start and end them.
+And the inotify watch limit of a user namespace of its own
+(user.max_inotify_watches): it counts the one watcher started in it and
+disturbs nothing else on the machine.
 """
+import ctypes
 import fcntl
 import json
 import os
+import select
 import shutil
 import signal
 import stat
@@ -18,7 +23,7 @@ import time
 
 import pytest
 
-from testlib import TIMEOUT, clean_env
+from testlib import TIMEOUT, clean_env, proc_state, wait_until
 
 SENT = b"__SBX_WATCH__"
 READY = SENT + b"READY"
@@ -139,3 +144,79 @@ def start(watchers, agent, root, **kw):
 
 def j(*parts):
     return os.path.join(*[os.fsencode(p) for p in parts])
+
+
+def stopped(pid):
+    """SIGSTOP pid and wait until it is stopped: nothing it reads after this
+    happened before."""
+    os.kill(pid, signal.SIGSTOP)
+    wait_until(lambda: proc_state(pid) in ("T", "t"), "pid %d to stop" % pid)
+
+
+# ---- the watch limit of a user namespace of its own -----------------------------
+
+USER_WATCHES = "/proc/sys/user/max_inotify_watches"
+
+
+def userns_limit_missing():
+    """Why a user namespace with a watch limit of its own cannot be had here,
+    or None when it can."""
+    try:
+        r = subprocess.run(["unshare", "--user", "--map-root-user", "true"], capture_output=True, timeout=TIMEOUT)
+    except FileNotFoundError:
+        return "no unshare(1) here"
+    if r.returncode != 0:
+        return "no user namespaces here: %s" % r.stderr.decode(errors="replace").strip()
+    r = subprocess.run(["unshare", "--user", "--map-root-user", "sh", "-c", "echo 3 > " + USER_WATCHES],
+                       capture_output=True, timeout=TIMEOUT)
+    if r.returncode != 0:
+        return "%s cannot be set in a user namespace here: %s" % (USER_WATCHES,
+                                                                  r.stderr.decode(errors="replace").strip())
+    return None
+
+
+def userns_limit_pre(limit):
+    """The command prefix that runs a program in a user namespace of its own
+    (root mapped to the caller) whose watch limit is `limit`."""
+    return ["unshare", "--user", "--map-root-user", "sh", "-c",
+            'echo %d > %s && exec "$0" "$@"' % (limit, USER_WATCHES)]
+
+
+CLONE_NEWUSER = 0x10000000
+
+
+def userns_limit_preexec(limit):
+    """The same for a program started by a helper that takes no prefix
+    (serve's Agent), as a Popen preexec_fn: root mapped to the caller with
+    setgroups allowed (serve's helpers set a user's groups), so the maps are
+    written from outside, as unshare(1) would with newuidmap: the child says
+    its pid once in its namespace and waits until a thread of the caller has
+    mapped it. The caller must be root."""
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+
+    def mapper():
+        try:
+            # A child that failed before saying its pid is Popen's error.
+            pid = os.read(ready_r, 32).decode() if select.select([ready_r], [], [], TIMEOUT)[0] else ""
+            if pid:
+                for name in ("uid_map", "gid_map"):
+                    with open("/proc/%s/%s" % (pid, name), "w") as f:
+                        f.write("0 0 1")
+                os.write(go_w, b"1")
+        finally:
+            for fd in (ready_r, ready_w, go_r, go_w):
+                os.close(fd)
+
+    def enter():
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_NEWUSER) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER)")
+        os.write(ready_w, str(os.getpid()).encode())
+        if os.read(go_r, 1) != b"1":
+            raise OSError("not mapped")
+        with open(USER_WATCHES, "w") as f:
+            f.write(str(limit))
+
+    threading.Thread(target=mapper, daemon=True).start()
+    return enter

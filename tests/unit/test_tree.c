@@ -1,6 +1,6 @@
 /*
- * test_tree.c - the tree service (inotify/tree/tree.c, wwatch.c, wlist.c,
- * wprobe.c) read exactly when the test says: nothing is read until
+ * test_tree.c - the tree service (inotify/tree/tree.c, watch.c, list.c,
+ * probe.c, mark.c) read exactly when the test says: nothing is read until
  * tree_drain, so "the watcher is slower than the writer" is a fact here,
  * not a race. The case: mkdir a; mkdir a/x; mv a bN; mkdir a; touch bN/x/f,
  * all before the service reads "a created" - by then the path a names a
@@ -13,7 +13,10 @@
  * IN_MOVED_TO begins the next. And a front-end's admission
  * (tree_set_admit): a refused directory is never watched or listed, in the
  * first walk or when it appears, and a change of its attributes is
- * followed both ways.
+ * followed both ways. At the inotify watch limit (a user namespace's own,
+ * in a child): every directory is watched or named in an error line - the
+ * ones below a directory that cannot be watched too, and a burst read late
+ * has every directory it announced watched before any is listed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,12 +30,14 @@
 #include <ev.h>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_EVENTS 4096
@@ -414,6 +419,131 @@ static void test_admission_refuses_and_follows_attributes(void **s)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- the watch limit ------------------------------------------------------- */
+
+#define LIMIT 30   /* ROOT, the mark's, 28 directories: the mark's is given up for one */
+#define NO_USERNS 77
+
+/* The directories, in the order they are made: 5 tops, then 10 in each
+ * (`lagged`), or 3 tops with 5 in each and 3 in each of those. */
+static int ndirs;
+static char dirs[80][48];
+
+static void plan(int lagged)
+{
+    ndirs = 0;
+    for (int t = 0; t < (lagged ? 5 : 3); t++) snprintf(dirs[ndirs++], sizeof dirs[0], "t%d", t);
+    for (int t = 0, top = ndirs; t < top; t++)
+        for (int k = 0; k < (lagged ? 10 : 5); k++) snprintf(dirs[ndirs++], sizeof dirs[0], "t%d/s%d", t, k);
+    for (int t = 0; !lagged && t < 3; t++)
+        for (int k = 0; k < 5; k++)
+            for (int m = 0; m < 3; m++) snprintf(dirs[ndirs++], sizeof dirs[0], "t%d/s%d/c%d", t, k, m);
+}
+
+static int put(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    if (fd >= 0) close(fd);
+    return ok ? 0 : -1;
+}
+
+/* This process in a user namespace of its own (root mapped to us) whose
+ * watch limit is LIMIT. */
+static int limited(void)
+{
+    char map[32];
+    unsigned uid = getuid(), gid = getgid();
+    if (unshare(CLONE_NEWUSER) < 0 || put("/proc/self/setgroups", "deny") < 0) return -1;
+    snprintf(map, sizeof map, "0 %u 1", uid);
+    if (put("/proc/self/uid_map", map) < 0) return -1;
+    snprintf(map, sizeof map, "0 %u 1", gid);
+    if (put("/proc/self/gid_map", map) < 0) return -1;
+    snprintf(map, sizeof map, "%d", LIMIT);
+    return put("/proc/sys/user/max_inotify_watches", map);
+}
+
+static int make_all(const char *file)
+{
+    char p[160];
+    for (int i = 0; i < ndirs; i++) {
+        snprintf(p, sizeof p, "%s/%s%s", root, dirs[i], file);
+        int fd = *file ? open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600) : mkdir(p, 0700);
+        if (fd < 0) return -1;
+        if (*file) close(fd);
+    }
+    return 0;
+}
+
+/* The child: the scenario, and what went wrong as its exit status (no
+ * cmocka here: a failed assertion would carry on in the child). */
+static int at_limit(int lagged)
+{
+    if (limited() < 0) return NO_USERNS;
+    plan(lagged);
+    struct seen *c = calloc(1, sizeof *c);
+    char err[ERR_LEN];
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    if (!c || !loop || (!lagged && make_all("") < 0)) return 10;
+    struct tree *w = tree_new(root, 1, &ops, c, err);
+    if (!w || tree_start(w, loop, err) < 0) return 11;
+    if (lagged && make_all("") < 0) return 10;
+    tree_drain(w); /* a burst, read long after */
+    if (make_all("/f") < 0) return 10;
+    tree_drain(w);
+    int named = 0;
+    for (int i = 0; i < ndirs; i++) {
+        char f[56];
+        snprintf(f, sizeof f, "%s/f", dirs[i]);
+        int err_line = has(c, IN_Q_OVERFLOW, dirs[i], 0), watched = has(c, IN_CREATE, f, 0);
+        named += err_line;
+        if (err_line == watched) {
+            fprintf(stderr, "%s: %s\n", dirs[i], err_line ? "named and watched" : "neither watched nor named");
+            return 1;
+        }
+        if (lagged && !strchr(dirs[i], '/') && !watched) {
+            fprintf(stderr, "%s: not watched (a sibling's subdirectories were first)\n", dirs[i]);
+            return 2;
+        }
+    }
+    tree_free(w);
+    return named ? 0 : 3; /* 3: the limit was not reached, the test tests nothing */
+}
+
+static void run_at_limit(int lagged)
+{
+    strcpy(root, "/tmp/test_wsync.XXXXXX");
+    assert_non_null(mkdtemp(root));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) _exit(at_limit(lagged));
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == NO_USERNS) skip(); /* no user namespace with a limit of its own */
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The first walk: where a whole tN/sK cannot be watched, each directory
+ * below it is named too. */
+static void test_limit_below_an_unwatched_directory(void **s)
+{
+    (void)s;
+    run_at_limit(0);
+}
+
+/* Five directories, then ten in each, all made before the service reads:
+ * the five are watched before any is listed, and the rest either watched or
+ * named. */
+static void test_limit_burst_read_late(void **s)
+{
+    (void)s;
+    run_at_limit(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +553,8 @@ int main(void)
         cmocka_unit_test(test_renamed_back_and_forth_without_proc),
         cmocka_unit_test(test_rename_split_across_reads),
         cmocka_unit_test(test_admission_refuses_and_follows_attributes),
+        cmocka_unit_test(test_limit_below_an_unwatched_directory),
+        cmocka_unit_test(test_limit_burst_read_late),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
