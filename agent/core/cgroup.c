@@ -1,11 +1,13 @@
 /*
- * cgroup.c - finding a hierarchy, making, listing, freezing, killing and
- * removing groups (see cgroup.h).
+ * cgroup.c - finding a hierarchy, making, freezing and killing groups
+ * (see cgroup.h).
  */
 #include "agent/core/cgroup.h"
 #include "agent/core/buf.h"
+#include "agent/core/cgtree.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
+#include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
 #include <dirent.h>
@@ -19,8 +21,6 @@
 /* /proc/self/cgroup is a few lines; mountinfo of a busy host a few hundred. */
 #define SELF_MAX (64u << 10)
 #define MOUNTINFO_MAX (4u << 20)
-/* Directory levels cgroup_remove descends (a nested agent's groups). */
-#define REMOVE_DEPTH 8
 
 int cgroup_want_parse(const char *v, enum cgroup_want *w)
 {
@@ -280,7 +280,12 @@ int cgroup_base_open(struct cgroup_base *b, enum cgroup_want w, char *err)
 
 void cgroup_base_close(struct cgroup_base *b)
 {
-    if (b->kind != CGROUP_NONE) cgroup_remove(b->dir);
+    struct cgtree w = {0};
+    char why[ERR_LEN];
+    if (b->kind == CGROUP_NONE) return;
+    /* Members left are the process table's to tell (agent/proc/group.c). */
+    if (cgtree_walk(b->dir, CGTREE_REMOVE, NULL, &w) < 0)
+        log_info("cgroup: %s left behind: %s", b->dir, cgtree_why(&w, why, sizeof why));
     b->kind = CGROUP_NONE;
 }
 
@@ -308,32 +313,6 @@ int cgroup_make(const struct cgroup_base *b, const char *name, char *path, size_
         errno = e;
     }
     return fd;
-}
-
-static int remove_at(const char *path, int depth)
-{
-    if (rmdir(path) == 0 || errno == ENOENT) return 0;
-    if (errno != EBUSY || depth >= REMOVE_DEPTH) return -1;
-    /* EBUSY: members, or groups below (a nested agent's): those first. */
-    DIR *d = opendir(path);
-    if (!d) return -1;
-    char sub[CGROUP_PATH_MAX];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
-        int n = snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        if (n > 0 && (size_t)n < sizeof sub) remove_at(sub, depth + 1);
-    }
-    closedir(d);
-    return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-int cgroup_remove(const char *path) { return remove_at(path, 0); }
-
-int cgroup_members(const char *path, struct pid_list *l)
-{
-    char procs[CGROUP_PATH_MAX + 32];
-    snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
-    return descendants_read(procs, l);
 }
 
 int cgroup_kill(const struct cgroup_base *b, const char *path)

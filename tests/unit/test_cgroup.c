@@ -4,8 +4,9 @@
  * list), its mount in /proc/self/mountinfo (cgroup2 or a cgroup mount with
  * that controller, optional fields, octal escapes), the directory of a
  * group under a mount whose root is not the hierarchy's, and the values of
- * SANDBOX_AGENT_CGROUPS. Then, where this machine lets the test make
- * cgroups, a group made, joined by a child, listed, killed and removed.
+ * SANDBOX_AGENT_CGROUPS. Then, where this machine lets the test make v2
+ * cgroups (in a group of the test's own, which it joins): a group made,
+ * joined, a group below it joined too, all listed, killed and removed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,12 +14,15 @@
 #include <cmocka.h>
 
 #include "agent/core/cgroup.h"
+#include "agent/core/cgtree.h"
 #include "agent/core/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,42 +137,127 @@ static void test_want(void **state)
     assert_non_null(strstr(err, "SANDBOX_AGENT_CGROUPS=0"));
 }
 
-/* Where the machine allows it: a group made, joined, listed, killed, gone. */
-static void test_a_group_for_real(void **state)
+/* ---- where this machine lets the test make cgroups ---- */
+
+/* A group of the test's own that the test process moves into, so that the
+ * agent's directories are made (and reclaimed) where no one else's are;
+ * out of it again and removed at the end. */
+static char own[CGROUP_PATH_MAX], priv[CGROUP_PATH_MAX + 64];
+/* What a test started, ended by the teardown should an assertion fail. */
+static pid_t kids[4];
+static int nkids;
+
+static int join(const char *dir)
+{
+    char p[CGROUP_PATH_MAX + 80];
+    snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+    FILE *f = fopen(p, "w");
+    if (!f) return -1;
+    int ok = fprintf(f, "0") == 1;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static int enter_private(void)
+{
+    char mnt[CGROUP_PATH_MAX], why[ERR_LEN];
+    if (cgroup_self_dir(NULL, own, mnt, why) < 0) {
+        printf("skipped: %s\n", why);
+        return -1;
+    }
+    snprintf(priv, sizeof priv, "%s/sa-unit-cgroup-%d", own, (int)getpid());
+    if (mkdir(priv, 0755) < 0 || join(priv) < 0) {
+        printf("skipped: cannot make and join a v2 group in %s: %s\n", own, strerror(errno));
+        rmdir(priv);
+        return -1;
+    }
+    return 0;
+}
+
+/* The teardown: every child killed and reaped, out of the group, which is
+ * removed with whatever a test left in it. */
+static int leave_private(void **state)
 {
     (void)state;
-    char err[ERR_LEN], path[CGROUP_PATH_MAX];
-    struct cgroup_base b;
-    if (cgroup_base_open(&b, CGROUP_WANT_AUTO, err) < 0) {
-        printf("skipped: no cgroups here: %s\n", err);
-        return;
+    struct cgtree w = {0};
+    for (int i = 0; i < nkids; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
     }
-    int fd = cgroup_make(&b, "t1", path, sizeof path, err);
-    assert_true(fd > 2);
+    nkids = 0;
+    if (!*priv) return 0;
+    int rc = join(own) == 0 && cgtree_walk(priv, CGTREE_REMOVE, NULL, &w) == 0 ? 0 : -1;
+    *priv = '\0';
+    return rc;
+}
+
+/* A child that joins dir and waits to be killed. */
+static pid_t member_of(const char *dir)
+{
     pid_t pid = fork();
     if (pid == 0) {
-        if (write(fd, "0", 1) != 1) _exit(3);
-        pause();
-        _exit(0);
+        if (join(dir) < 0) _exit(3);
+        for (;;) pause();
     }
-    close(fd);
+    assert_true(pid > 0);
+    kids[nkids++] = pid;
     struct pid_list l = {NULL, 0, 0};
-    /* The child joins at once; look until it is listed (bounded). */
-    for (int i = 0; i < 2000 && l.n == 0; i++) {
-        cgroup_members(path, &l);
-        if (l.n == 0) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    struct cgtree w = {0};
+    for (int i = 0; i < 2000 && !l.n; i++) { /* it joins at once; bounded */
+        cgtree_walk(dir, CGTREE_MEMBERS, &l, &w);
+        if (!l.n) nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     assert_int_equal(l.n, 1);
     assert_int_equal(l.pid[0], pid);
     descendants_list_free(&l);
-    /* Not empty: it stays. */
-    assert_int_equal(cgroup_remove(path), -1);
-    assert_int_equal(errno, EBUSY);
-    if (cgroup_kill(&b, path) < 0) kill(pid, SIGKILL);
+    return pid;
+}
+
+static void kill_wait(pid_t pid)
+{
     int st;
+    kill(pid, SIGKILL);
     assert_int_equal(waitpid(pid, &st, 0), pid);
-    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-    assert_int_equal(cgroup_remove(path), 0);
+    for (int i = 0; i < nkids; i++)
+        if (kids[i] == pid) kids[i] = kids[--nkids];
+}
+
+/* A group made, joined, a group made below it and joined by another
+ * member: both listed, the tree not removable while they live, killed at
+ * once where the kind has cgroup.kill, then removed whole. */
+static void test_a_group_for_real(void **state)
+{
+    (void)state;
+    char err[ERR_LEN], path[CGROUP_PATH_MAX], sub[CGROUP_PATH_MAX + 16];
+    struct cgroup_base b;
+    if (enter_private() < 0) return;
+    assert_int_equal(cgroup_base_open(&b, CGROUP_WANT_V2, err), 0);
+    int fd = cgroup_make(&b, "t1", path, sizeof path, err);
+    assert_true(fd > 2);
+    close(fd);
+    pid_t a = member_of(path);
+    snprintf(sub, sizeof sub, "%s/below", path);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    pid_t c = member_of(sub);
+    struct pid_list l = {NULL, 0, 0};
+    struct cgtree w = {0};
+    assert_int_equal(cgtree_walk(path, CGTREE_MEMBERS, &l, &w), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(w.groups, 1);
+    descendants_list_free(&l);
+    assert_int_equal(cgtree_walk(path, CGTREE_REMOVE, NULL, &w), -1);
+    assert_int_equal(w.busy, 2);
+    int st;
+    if (cgroup_kill(&b, path) == 0) { /* the member below dies of it too */
+        assert_int_equal(waitpid(c, &st, 0), c);
+        assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        assert_int_equal(waitpid(a, &st, 0), a);
+        nkids = 0;
+    } else {
+        kill_wait(a);
+        kill_wait(c);
+    }
+    assert_int_equal(cgtree_walk(path, CGTREE_REMOVE, NULL, &w), 0);
+    assert_int_equal(w.removed, 2);
     cgroup_base_close(&b);
     assert_int_equal(access(b.dir, F_OK), -1);
 }
@@ -180,7 +269,7 @@ int main(void)
         cmocka_unit_test(test_parse_mount),
         cmocka_unit_test(test_dir_of),
         cmocka_unit_test(test_want),
-        cmocka_unit_test(test_a_group_for_real),
+        cmocka_unit_test_teardown(test_a_group_for_real, leave_private),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

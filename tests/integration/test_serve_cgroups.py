@@ -1,0 +1,177 @@
+"""`sandbox-agent serve`: per-process cgroups against a root workload that
+makes groups of its own inside its cgroup (README "sandbox-agent serve":
+what a process started goes with it).
+
+Each test runs its agents in a cgroup of its own (cgroups.AgentCgroup, v2
+or v1, each skipped with the reason where this machine cannot make one),
+so the agents' groups are made where no other agent's are; at the end every
+process left in it or below it is killed by pid and every group removed.
+"""
+import os
+import signal
+
+import pytest
+
+import cgroups
+from conftest import alive, started_agents, wait_until
+from connectc import ServeAgent, end_of, output
+
+KINDS = ["v2", "v1"]
+# Bound of the waits for what the agent does at once (a signal, a removal
+# tried at the leader's exit and again after 0.05 s, 0.1 s, ...).
+WAIT = 20
+# What the agent logs when it leaves a group behind.
+LEFT = ("left behind", "still have members", "survived", "is left after")
+
+
+@pytest.fixture(params=KINDS)
+def kind(request):
+    return request.param
+
+
+@pytest.fixture
+def parent(kind):
+    cg = cgroups.AgentCgroup(kind)
+    if cg.why:
+        pytest.skip("cgroups (%s) not available on this machine: %s" % (kind, cg.why))
+    yield cg
+    cg.close()
+
+
+def agent_in(agent, parent, kind, wrap=(), **env):
+    """An agent run in the test's cgroup, asked for groups of its kind."""
+    env.setdefault("SANDBOX_AGENT_GRACE_SECONDS", "2")
+    return ServeAgent(agent, wrap=parent.wrap + list(wrap), SANDBOX_AGENT_CGROUPS=kind,
+                      SANDBOX_AGENT_LOG="info", **env)
+
+
+@pytest.fixture
+def serve(agent, parent, kind):
+    """Agents in the test's cgroup, stopped (exit 0, no sanitizer report)
+    before it is closed."""
+    yield from started_agents(lambda **env: agent_in(agent, parent, kind, **env))
+
+
+def bases(parent):
+    """The names of the agents' directories in the test's cgroup."""
+    return sorted(n for n in os.listdir(parent.dir) if n.startswith(cgroups.AGENT_DIR))
+
+
+def read_when_written(path):
+    wait_until(lambda: os.path.exists(path), "the workload to write %s" % path, timeout=WAIT)
+    with open(path) as f:
+        return f.read()
+
+
+def levels(depth):
+    return "/".join("l%d" % i for i in range(1, depth + 1))
+
+
+def start_sub_daemon(a, parent, d, depth=1, msg=None, freeze=False):
+    """Start a root shell that makes `depth` nested groups inside its own
+    cgroup and a daemon (setsid: outside its process group) that moves
+    itself into the deepest, then forks `sleep 300`: d/D the daemon's pid,
+    d/F the sleep's, d/C the daemon's /proc/self/cgroup after the move, d/G
+    "term" when SIGTERM reaches it. freeze: the leader then freezes that
+    group (d/Z once it did). The leader waits. Returns (stream, leader's
+    pid, daemon's pid, sleep's pid, the process's own group)."""
+    inner = ('echo $$ > "$0/cgroup.procs" || exit 1; trap "echo term >> {d}/G; exit 0" TERM; '
+             'cat /proc/self/cgroup > {d}/C; echo $$ > {d}/D; sleep 300 & echo $! > {d}/F.tmp; '
+             'mv {d}/F.tmp {d}/F; wait').format(d=d)
+    sub = levels(depth)
+    then = ""
+    if freeze:
+        knob = "cgroup.freeze" if parent.kind == "v2" else "freezer.state"
+        then = ('until [ -e {d}/F ]; do sleep 0.01; done; echo {v} > "$d/{sub}/{k}" && echo > {d}/Z; '
+                .format(d=d, sub=sub, k=knob, v="1" if parent.kind == "v2" else "FROZEN"))
+    cmd = parent.own_dir_sh() + 'mkdir -p "$d/{sub}" && setsid sh -c \'{inner}\' "$d/{sub}" & {then}wait'.format(
+        sub=sub, inner=inner, then=then)
+    s, pid = a.start("/bin/sh", "-c", cmd, msg=msg or {})
+    sleeper = int(read_when_written(os.path.join(d, "F")))
+    daemon = int(read_when_written(os.path.join(d, "D")))
+    found = cgroups.agent_group(read_when_written(os.path.join(d, "C")))
+    assert found, "the daemon is in no group of the agent's"
+    line, deepest = found
+    assert deepest.endswith("/" + sub), (line, deepest)
+    own = deepest[:-len(sub) - 1]
+    assert os.path.dirname(own).startswith(parent.dir + "/" + cgroups.AGENT_DIR), own
+    assert alive(sleeper) and alive(daemon)
+    return s, pid, daemon, sleeper, own
+
+
+def no_leftover_logged(err):
+    assert not [w for w in LEFT if w in err], err
+
+
+# ---- a signal reaches the members of every group below the process's -----------
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL", "timeout"])
+def test_signal_reaches_a_daemon_in_a_group_the_process_made(serve, parent, tmp_path, how):
+    # A root process makes `l1` inside its own cgroup and moves a daemon
+    # there: the signal goes to the members of the whole subtree.
+    a = serve()
+    msg = {"timeout": 3, "stdin": False} if how == "timeout" else {}
+    s, pid, daemon, sleeper, own = start_sub_daemon(a, parent, tmp_path, msg=msg)
+    if how != "timeout":
+        r = a.unary("process.Process/SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_" + how})
+        assert r.status == 200, r.body
+    e = end_of(s.collect()[0])
+    assert e["status"] == ("signal: killed" if how == "SIGKILL" else "signal: terminated")
+    wait_until(lambda: not alive(daemon) and not alive(sleeper), "the daemon in the group below to die",
+               timeout=WAIT)
+    if how != "SIGKILL":
+        assert (tmp_path / "G").read_text() == "term\n"
+    wait_until(lambda: not os.path.exists(own), "its cgroup and the group below to be removed", timeout=WAIT)
+    rc, err = a.stop()
+    assert rc == 0, err
+    no_leftover_logged(err)
+
+
+def test_sigkill_reaches_a_daemon_in_a_group_the_process_froze(serve, parent, tmp_path):
+    # v1 holds a frozen member's SIGKILL until its group thaws: the agent
+    # thaws every group below before each pass (v2's cgroup.kill ends
+    # frozen members as they are).
+    if parent.kind == "pids":
+        pytest.skip("a v1 pids hierarchy cannot freeze")
+    a = serve()
+    s, pid, daemon, sleeper, own = start_sub_daemon(a, parent, tmp_path, freeze=True)
+    read_when_written(os.path.join(tmp_path, "Z"))
+    r = a.unary("process.Process/SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"})
+    assert r.status == 200, r.body
+    assert end_of(s.collect()[0])["status"] == "signal: killed"
+    wait_until(lambda: not alive(daemon) and not alive(sleeper), "the frozen daemon to die", timeout=WAIT)
+    wait_until(lambda: not os.path.exists(own), "its cgroup and the group below to be removed", timeout=WAIT)
+    rc, err = a.stop()
+    assert rc == 0, err
+    no_leftover_logged(err)
+
+
+def test_agent_stop_reaches_a_daemon_at_the_bottom_of_12_levels(serve, parent, tmp_path):
+    # The agent's stop: SIGTERM to every member of the subtree, then every
+    # group removed, the deepest first.
+    a = serve()
+    s, pid, daemon, sleeper, own = start_sub_daemon(a, parent, tmp_path, depth=12)
+    rc, err = a.stop()
+    assert rc == 0, err
+    assert not alive(daemon) and not alive(sleeper), "the daemon outlived the agent"
+    assert (tmp_path / "G").read_text() == "term\n"
+    assert bases(parent) == [], "groups left behind"
+    no_leftover_logged(err)
+
+
+# ---- nested groups go, whatever their depth ----------------------------------------
+
+@pytest.mark.parametrize("depth", [12, 300])
+def test_nested_empty_groups_are_removed_at_the_leaders_exit(serve, parent, depth):
+    # 300 levels: deeper than any path the agent could build for them.
+    a = serve()
+    s, pid = a.start("/bin/sh", "-c", parent.own_dir_sh() + 'mkdir -p "$d/%s" && echo "$d"' % levels(depth))
+    msgs, _ = s.collect()
+    assert end_of(msgs)["exitCode"] == 0, msgs
+    own = output(msgs).decode().strip()
+    assert os.path.dirname(own).startswith(parent.dir + "/" + cgroups.AGENT_DIR), own
+    wait_until(lambda: not os.path.exists(own), "its cgroup and the %d below to be removed" % depth, timeout=WAIT)
+    rc, err = a.stop()
+    assert rc == 0, err
+    assert bases(parent) == []
+    no_leftover_logged(err)
