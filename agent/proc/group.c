@@ -75,6 +75,15 @@ static int settle(struct proc_group *g)
     return 1;
 }
 
+/* A walk of the cgroup was cut at its bound: say so, once per group. */
+static void tell_cut(struct proc_group *g, const struct cgtree *t, const char *what)
+{
+    char why[ERR_LEN];
+    if (!t->cut || g->cut_told) return;
+    g->cut_told = 1;
+    log_warn("process %d: its cgroup %s: %s; %s", (int)g->pid, g->cg, cgtree_why(t, why, sizeof why), what);
+}
+
 /* Remove the cgroup, and every group a member made below it, if they are
  * empty. Returns 1 when it is gone (or none); else why in *t (may be NULL). */
 static int try_remove(struct proc_group *g, struct cgtree *t)
@@ -83,7 +92,10 @@ static int try_remove(struct proc_group *g, struct cgtree *t)
     if (!t) t = &own;
     memset(t, 0, sizeof *t);
     if (!g->cg) return 1;
-    if (cgtree_walk(g->cg, CGTREE_REMOVE, NULL, t) < 0) return 0;
+    if (cgtree_walk(g->cg, CGTREE_REMOVE, NULL, t) < 0) {
+        tell_cut(g, t, "each walk removes what it reaches");
+        return 0;
+    }
     log_debug("process %d: cgroup %s removed", (int)g->pid, g->cg);
     free(g->cg);
     g->cg = NULL;
@@ -117,6 +129,7 @@ static size_t members_signal(struct proc_group *g, const int *sigs, int n)
     if (!g->cg) return 0;
     for (int k = 0; k < n; k++) thaw |= sigs[k] == SIGKILL && g->t->cg.kind == CGROUP_V1_FREEZER;
     cgtree_walk(g->cg, CGTREE_MEMBERS | (thaw ? CGTREE_THAW : 0), &l, &t);
+    tell_cut(g, &t, "members of the groups past it are not signalled");
     for (size_t i = 0; i < l.n; i++) {
         if (g->leader_alive && (l.pid[i] == g->pid || getpgid(l.pid[i]) == g->pid)) continue;
         for (int k = 0; k < n; k++) kill(l.pid[i], sigs[k]);

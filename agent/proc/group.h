@@ -52,6 +52,7 @@ struct proc_group {
     int nsig;
     struct proc_tree tree;
     int sent_kill;              /* the agent sent it SIGKILL (SendSignal, the stop) */
+    int cut_told;               /* a walk of its cgroup was cut short: logged once */
     long long oom_before, oom_after; /* OOM kills counted before the spawn and at the leader's exit */
 };
 

@@ -175,3 +175,19 @@ def test_nested_empty_groups_are_removed_at_the_leaders_exit(serve, parent, dept
     assert rc == 0, err
     assert bases(parent) == []
     no_leftover_logged(err)
+
+
+def test_a_tree_larger_than_one_walk_is_removed_a_walk_at_a_time(serve, parent):
+    # 4200 empty groups: more than one walk visits (4096, or 0.25 s). The
+    # log says so, once, and each retry removes what its walk reaches.
+    a = serve()
+    s, pid = a.start("/bin/sh", "-c", parent.own_dir_sh() +
+                     'cd "$d" && mkdir $(seq -f g%g 4200) && echo "$d"')
+    msgs, _ = s.collect()
+    assert end_of(msgs)["exitCode"] == 0, msgs
+    own = output(msgs).decode().strip()
+    wait_until(lambda: not os.path.exists(own), "its cgroup and the 4200 below to be removed", timeout=WAIT)
+    rc, err = a.stop()
+    assert rc == 0, err
+    told = [line for line in err.splitlines() if own in line]
+    assert len(told) == 1 and ("more than 4096 groups" in told[0] or "took more than" in told[0]), err
