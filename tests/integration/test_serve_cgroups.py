@@ -1,20 +1,23 @@
 """`sandbox-agent serve`: per-process cgroups against a root workload that
 makes groups of its own inside its cgroup (README "sandbox-agent serve":
-what a process started goes with it).
+what a process started goes with it), and the agent's directory of groups
+across agents that were killed or run side by side.
 
 Each test runs its agents in a cgroup of its own (cgroups.AgentCgroup, v2
 or v1, each skipped with the reason where this machine cannot make one),
 so the agents' groups are made where no other agent's are; at the end every
 process left in it or below it is killed by pid and every group removed.
 """
+import fcntl
 import os
 import signal
 
 import pytest
 
 import cgroups
-from conftest import alive, started_agents, wait_until
+from conftest import agent_pid, alive, started_agents, wait_until
 from connectc import ServeAgent, end_of, output
+from jobs import UNSHARE
 
 KINDS = ["v2", "v1"]
 # Bound of the waits for what the agent does at once (a signal, a removal
@@ -191,3 +194,111 @@ def test_a_tree_larger_than_one_walk_is_removed_a_walk_at_a_time(serve, parent):
     assert rc == 0, err
     told = [line for line in err.splitlines() if own in line]
     assert len(told) == 1 and ("more than 4096 groups" in told[0] or "took more than" in told[0]), err
+
+
+# ---- the agents' directories: killed agents', running agents' ----------------------
+
+def start_in_group(a, parent, d, name, then=""):
+    """Start a root shell that writes its own group's directory to d/name,
+    runs `then` there ($d) and becomes `sleep 300`: (its pid, the group)."""
+    s, pid = a.start("/bin/sh", "-c", parent.own_dir_sh() + then +
+                     'echo "$d" > {p}.tmp && mv {p}.tmp {p} && exec sleep 300'.format(p=os.path.join(d, name)))
+    return pid, read_when_written(os.path.join(d, name)).strip()
+
+
+def kill_and_wait(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    wait_until(lambda: not alive(pid), "process %d to die" % pid, timeout=WAIT)
+
+
+def test_a_killed_agents_empty_groups_are_reclaimed(agent, parent, kind, tmp_path, serve):
+    # Agent A is killed by SIGKILL (a runtime's kill, the OOM killer) with
+    # two processes running, one of which made two empty groups below its
+    # own. The next agent in the same place removes what A left empty; the
+    # group with a member stays, and so does its member; the one after that,
+    # once the member is gone, the rest.
+    a = agent_in(agent, parent, kind)
+    leaders = []
+    try:
+        p1, own1 = start_in_group(a, parent, tmp_path, "one", then='mkdir -p "$d/l1/l2" && ')
+        leaders.append(p1)
+        p2, own2 = start_in_group(a, parent, tmp_path, "two")
+        leaders.append(p2)
+        base = os.path.dirname(own1)
+        assert bases(parent) == [os.path.basename(base)] and os.path.dirname(own2) == base
+        a.proc.kill()
+        a.proc.wait(WAIT)
+        kill_and_wait(p2)  # its group is empty now
+        assert os.path.isdir(own2) and os.path.isdir(own1 + "/l1/l2"), "A removed them itself"
+
+        b = serve()
+        assert not os.path.exists(own2), "the next agent left a killed agent's empty group"
+        assert not os.path.exists(own1 + "/l1"), "the next agent left a killed agent's empty groups"
+        assert os.path.isdir(own1) and alive(p1), "a group with a member was taken"
+        assert len(bases(parent)) == 2
+
+        kill_and_wait(p1)
+        serve()
+        assert not os.path.exists(base), "a killed agent's directory left when empty"
+        assert len(bases(parent)) == 2
+        # The agents that reclaimed work as before.
+        q, own = start_in_group(b, parent, tmp_path, "three")
+        leaders.append(q)
+        assert os.path.dirname(os.path.dirname(own)) == parent.dir
+    finally:
+        for pid in leaders:
+            kill_and_wait(pid)
+        a.stop()
+
+
+def test_names_taken_by_earlier_agents_never_leave_one_without_cgroups(agent, parent, kind, tmp_path):
+    # Agents before this scheme named their directory after their pid, with
+    # ".1" to ".99" after it when taken: as PID 1 in a container, 100 of
+    # them killed left the next one no name. Those (pid 1: ours now, and so
+    # possibly another namespace's running agent) stay; a directory named as
+    # now, locked (a running agent holds it), stays; one unlocked whose
+    # maker is not running goes.
+    made = ["sandbox-agent-1"] + ["sandbox-agent-1.%d" % i for i in range(1, 100)]
+    held, stale = "sandbox-agent-2-1", "sandbox-agent-3-1"
+    for n in made + [held, stale]:
+        os.mkdir(os.path.join(parent.dir, n))
+    fd = os.open(os.path.join(parent.dir, held), os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    a = agent_in(agent, parent, kind, wrap=UNSHARE)
+    try:
+        s, pid = a.start("/bin/cat", "/proc/self/cgroup")
+        msgs, _ = s.collect()
+        found = cgroups.agent_group(output(msgs).decode())
+        assert found, "the process got no cgroup: %s" % a.stderr()
+        own = os.path.dirname(found[1])
+        assert os.path.dirname(own) == parent.dir and os.path.basename(own) not in made + [held], own
+        assert not os.path.exists(os.path.join(parent.dir, stale)), "a stale directory was left"
+        assert os.path.isdir(os.path.join(parent.dir, held)), "a locked directory was taken"
+        assert all(os.path.isdir(os.path.join(parent.dir, n)) for n in made)
+    finally:
+        os.close(fd)
+        os.kill(agent_pid(a.proc, True), signal.SIGTERM)  # unshare does not pass it on
+        a.proc.wait(WAIT)
+        rc, err = a.stop()
+    assert rc == 0, err
+    assert sorted(bases(parent)) == sorted(made + [held])
+
+
+def test_a_running_agents_directory_is_never_taken(serve, parent, tmp_path):
+    # Two agents in the same group: the second one's start leaves the first
+    # one's directory, empty as it is, and both keep making groups.
+    a = serve()
+    (base_a,) = bases(parent)
+    b = serve()
+    assert base_a in bases(parent) and len(bases(parent)) == 2
+    pa, own_a = start_in_group(a, parent, tmp_path, "a")
+    pb, own_b = start_in_group(b, parent, tmp_path, "b")
+    try:
+        assert os.path.dirname(own_a) == os.path.join(parent.dir, base_a)
+        assert os.path.dirname(own_b) != os.path.dirname(own_a)
+    finally:
+        kill_and_wait(pa)
+        kill_and_wait(pb)

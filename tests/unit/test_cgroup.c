@@ -6,7 +6,10 @@
  * group under a mount whose root is not the hierarchy's, and the values of
  * SANDBOX_AGENT_CGROUPS. Then, where this machine lets the test make v2
  * cgroups (in a group of the test's own, which it joins): a group made,
- * joined, a group below it joined too, all listed, killed and removed.
+ * joined, a group below it joined too, all listed, killed and removed; the
+ * agent's directory named after its pid and start time and locked; and
+ * what earlier agents left reclaimed only when theirs (by name), unlocked,
+ * their maker not running, and empty.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,12 +19,14 @@
 #include "agent/core/cgroup.h"
 #include "agent/core/cgtree.h"
 #include "agent/core/err.h"
+#include "agent/core/protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -190,6 +195,25 @@ static int leave_private(void **state)
     return rc;
 }
 
+static void in_priv(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/%s", priv, name);
+}
+
+static int there(const char *name)
+{
+    char p[2 * CGROUP_PATH_MAX + 80];
+    in_priv(p, sizeof p, name);
+    return access(p, F_OK) == 0;
+}
+
+static void make(const char *name)
+{
+    char p[2 * CGROUP_PATH_MAX + 80];
+    in_priv(p, sizeof p, name);
+    assert_int_equal(mkdir(p, 0755), 0);
+}
+
 /* A child that joins dir and waits to be killed. */
 static pid_t member_of(const char *dir)
 {
@@ -262,6 +286,81 @@ static void test_a_group_for_real(void **state)
     assert_int_equal(access(b.dir, F_OK), -1);
 }
 
+/* The agent's directory: named after its pid and start time, locked while
+ * it runs, never taken by another; what earlier agents left is reclaimed
+ * when theirs and empty, and only then. */
+static void test_the_agents_directory_and_what_earlier_ones_left(void **state)
+{
+    (void)state;
+    char err[ERR_LEN], name[CGROUP_PATH_MAX + 8], dead_new[64], dead_old[64], live_old[64], self_old[64], held[64], busy[64];
+    struct cgroup_base b, b2;
+    if (enter_private() < 0) return;
+    pid_t dead = fork(); /* a pid no process has now */
+    if (dead == 0) _exit(0);
+    int st;
+    assert_int_equal(waitpid(dead, &st, 0), dead);
+    snprintf(dead_new, sizeof dead_new, SA_NAME "-%d-123", (int)dead);
+    snprintf(dead_old, sizeof dead_old, SA_NAME "-%d.7", (int)dead);
+    snprintf(live_old, sizeof live_old, SA_NAME "-%d", (int)getppid());
+    snprintf(self_old, sizeof self_old, SA_NAME "-%d.99", (int)getpid());
+    snprintf(held, sizeof held, SA_NAME "-%d-456", (int)dead);
+    snprintf(busy, sizeof busy, SA_NAME "-%d-789.2", (int)dead);
+    const char *keep[] = {live_old, self_old, held, "not-ours", SA_NAME "-x", SA_NAME "-12-34-56"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) make(keep[i]);
+    make(dead_new);
+    snprintf(name, sizeof name, "%s/l1", dead_new);
+    make(name);
+    snprintf(name, sizeof name, "%s/l1/l2", dead_new);
+    make(name);
+    make(dead_old);
+    make(busy);
+    snprintf(name, sizeof name, "%s/m", busy);
+    make(name);
+    snprintf(name, sizeof name, "%s/e", busy);
+    make(name);
+    char p[2 * CGROUP_PATH_MAX + 80];
+    in_priv(p, sizeof p, held);
+    int hfd = open(p, O_RDONLY | O_DIRECTORY);
+    assert_int_equal(flock(hfd, LOCK_EX | LOCK_NB), 0); /* as a running agent holds it */
+    snprintf(name, sizeof name, "%s/m", busy);
+    in_priv(p, sizeof p, name);
+    pid_t m = member_of(p);
+
+    assert_int_equal(cgroup_base_open(&b, CGROUP_WANT_V2, err), 0);
+    char state_c;
+    unsigned long long start;
+    assert_int_equal(descendants_stat(0, &state_c, &start), 0);
+    snprintf(name, sizeof name, "/" SA_NAME "-%d-%llu", (int)getpid(), start);
+    assert_non_null(strstr(b.dir, name));
+    assert_string_equal(strstr(b.dir, name), name);
+    /* Reclaimed: the stale empty ones, whole; of the one with a member,
+     * its empty group. Kept: the rest, and the member lives. */
+    assert_false(there(dead_new));
+    assert_false(there(dead_old));
+    snprintf(name, sizeof name, "%s/e", busy);
+    assert_false(there(name));
+    snprintf(name, sizeof name, "%s/m", busy);
+    assert_true(there(name));
+    assert_int_equal(kill(m, 0), 0);
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) assert_true(there(keep[i]));
+    /* Locked while it runs: another (here, the same process again) neither
+     * takes it nor reclaims it, and gets the next name. */
+    int lfd = open(b.dir, O_RDONLY | O_DIRECTORY);
+    assert_int_equal(flock(lfd, LOCK_EX | LOCK_NB), -1);
+    assert_int_equal(errno, EWOULDBLOCK);
+    close(lfd);
+    assert_int_equal(cgroup_base_open(&b2, CGROUP_WANT_V2, err), 0);
+    assert_int_equal(access(b.dir, F_OK), 0);
+    snprintf(name, sizeof name, "%s.1", b.dir);
+    assert_string_equal(b2.dir, name);
+    cgroup_base_close(&b2);
+    cgroup_base_close(&b);
+    assert_int_equal(access(b.dir, F_OK), -1);
+    assert_int_equal(access(b2.dir, F_OK), -1);
+    kill_wait(m);
+    close(hfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_dir_of),
         cmocka_unit_test(test_want),
         cmocka_unit_test_teardown(test_a_group_for_real, leave_private),
+        cmocka_unit_test_teardown(test_the_agents_directory_and_what_earlier_ones_left, leave_private),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
