@@ -100,8 +100,9 @@ static void move(struct tunnel *t, int d)
     int src = t->fd[d], dst = t->fd[!d];
     size_t moved = 0;
     for (int round = 0; round < TUNNEL_ROUNDS && moved < TUNNEL_TURN_BYTES && !h->done; round++) {
+        ssize_t r = -1;
         if (!h->held && !h->eof) {
-            ssize_t r = splice(src, NULL, h->pipe[1], NULL, h->cap, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            r = splice(src, NULL, h->pipe[1], NULL, h->cap, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
             if (r < 0 && errno == EINTR) continue;
             if (r < 0 && errno == EAGAIN) break;
             if (r < 0) return fail(t, errno, d ? "reading the listener" : "reading the client");
@@ -122,6 +123,9 @@ static void move(struct tunnel *t, int d)
             (void)shutdown(dst, SHUT_WR);
             h->done = 1;
         }
+        /* A short read emptied the source: another would only say EAGAIN
+         * (the watcher, level-triggered, says when there is more). */
+        if (r > 0 && (size_t)r < h->cap / 2) break;
     }
     if (t->h[0].done && t->h[1].done) return end(t, 0);
     arm(t, d);
