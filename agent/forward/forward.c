@@ -4,7 +4,8 @@
  *
  * Each poll (every SANDBOX_AGENT_FORWARD_SECONDS, the first at the start):
  * the outward addresses (the configured list, or the interfaces' now, logged
- * when they change), the listening sockets of /proc/net/tcp and tcp6, and
+ * when they change), the listening sockets (sock_diag, or /proc/net/tcp and
+ * tcp6 where the kernel has no inet_diag: forward/scan.h), and
  * then, for every port with a listener on 127.0.0.1 or ::1 (not the API's
  * own), a listening socket on each outward address (forward/listener.c);
  * those the poll no longer wants are closed. A table that cannot be read
@@ -93,13 +94,20 @@ static void on_sock(void *ctx, const struct scan_sock *s)
     f->lo[which][s->port / 64] |= 1ull << (s->port % 64);
 }
 
-/* The listening sockets now; -1 when a table could not be read. */
+/* The listening sockets now, by sock_diag, or from the tables once the
+ * kernel refused it; -1 when neither could be read. */
 static int scan_listeners(struct forward *f)
 {
     static const int fams[2] = {AF_INET, AF_INET6};
     char err[ERR_LEN];
     memset(f->lo, 0, sizeof f->lo);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 && !f->tables; i++) {
+        if (scan_diag(fams[i], on_sock, f, err) == 0) continue;
+        log_info("forward: %s; reading /proc/net/tcp and tcp6 instead", err);
+        f->tables = 1;
+        memset(f->lo, 0, sizeof f->lo);
+    }
+    for (int i = 0; i < 2 && f->tables; i++) {
         long r = scan_table(fams[i], on_sock, f, err);
         if (r != 0 && !f->scan_said) {
             log_warn("forward: %s", err);

@@ -8,8 +8,9 @@
  * thread, no helper process. Owns its configuration (SANDBOX_AGENT_FORWARD,
  * _FORWARD_ADDRS, _FORWARD_MAX_CONNECTIONS, _FORWARD_SECONDS), the poll
  * that finds the loopback listeners (forward/scan.h) and the outward
- * addresses (forward/outward.h), a listening socket per outward address and
- * port (forward/listener.c), and the connections (forward/tunnel.h).
+ * addresses (forward/outward.h), both asked of the kernel by netlink
+ * (forward/nl.h), a listening socket per outward address and port
+ * (forward/listener.c), and the connections (forward/tunnel.h).
  */
 #ifndef SA_FORWARD_FORWARD_H
 #define SA_FORWARD_FORWARD_H

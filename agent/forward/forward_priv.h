@@ -50,6 +50,7 @@ struct forward {
     struct tunnel *tunnels;
     unsigned n_tunnels;
     int paused;                    /* accepting waits for retry_w */
+    int tables;                    /* sock_diag refused: /proc/net/tcp and tcp6 */
     int full_said, cap_said, scan_said;
 };
 

@@ -3,6 +3,7 @@
  */
 #include "agent/forward/outward.h"
 #include "agent/core/err.h"
+#include "agent/forward/nl.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -113,107 +114,60 @@ int outward_parse(const char *list, struct outward *o, char *err)
     return 0;
 }
 
-/* rtnetlink's ABI (linux/netlink.h, rtnetlink.h, if_addr.h): musl ships no
- * kernel headers. */
-struct nl_hdr {
-    uint32_t len;
-    uint16_t type, flags;
-    uint32_t seq, pid;
-};
+/* rtnetlink's address messages (linux/if_addr.h, rtnetlink.h). */
 struct nl_ifaddr {
     uint8_t family, prefixlen, flags, scope;
     uint32_t index;
 };
-struct nl_attr {
-    uint16_t len, type;
-};
-#define NL_ALIGN(n) (((n) + 3u) & ~3u)
-#define NL_ERROR 2
-#define NL_DONE 3
 #define NL_NEWADDR 20
 #define NL_GETADDR 22
-#define NL_REQUEST_DUMP 0x301   /* NLM_F_REQUEST | NLM_F_DUMP */
 #define NL_IFA_ADDRESS 1
 #define NL_IFA_LOCAL 2
-#define NL_TENTATIVE 0x40       /* IFA_F_TENTATIVE: its duplicate check runs */
+#define NL_TENTATIVE 0x40  /* IFA_F_TENTATIVE: its duplicate check runs */
 #define NL_DADFAILED 0x08
-#define NL_SCOPE_HOST 254       /* RT_SCOPE_HOST: loopback's own */
+#define NL_SCOPE_HOST 254  /* RT_SCOPE_HOST: loopback's own */
 
-/* One RTM_NEWADDR message (n bytes, its header's length checked): its
- * address, when it is usable and settled (not still in its duplicate
- * check, which cannot be bound, nor failed it). */
-static void from_message(struct outward *o, const char *p, uint32_t n)
+/* One message of an address dump: its address, when it is usable and
+ * settled (not still in its duplicate check, which cannot be bound, nor
+ * failed it). */
+static void on_addr(void *ctx, unsigned type, const char *p, size_t n)
 {
+    struct outward *o = ctx;
     struct nl_ifaddr m;
-    const char *local = NULL, *address = NULL;
-    uint32_t at = NL_ALIGN(sizeof(struct nl_hdr)) + NL_ALIGN(sizeof m);
-    if (n < at) return;
-    memcpy(&m, p + sizeof(struct nl_hdr), sizeof m);
+    size_t at = NL_ALIGN(sizeof m);
+    if (type != NL_NEWADDR || n < at) return;
+    memcpy(&m, p, sizeof m);
     if (m.scope == NL_SCOPE_HOST || (m.flags & (NL_TENTATIVE | NL_DADFAILED))) return;
-    size_t need = m.family == AF_INET ? 4 : m.family == AF_INET6 ? 16 : 0;
-    while (need && n - at >= sizeof(struct nl_attr)) {
-        struct nl_attr a;
-        memcpy(&a, p + at, sizeof a);
-        if (a.len < sizeof a || a.len > n - at) return;
-        if (a.len - sizeof a >= need && a.type == NL_IFA_LOCAL) local = p + at + sizeof a;
-        if (a.len - sizeof a >= need && a.type == NL_IFA_ADDRESS) address = p + at + sizeof a;
-        at += NL_ALIGN(a.len);
-        if (at > n) break;
-    }
-    if (local) address = local; /* IPv4: ADDRESS is a point-to-point link's peer */
-    if (address) add(o, m.family, address);
+    size_t need = m.family == AF_INET ? 4 : 16;
+    if (m.family != AF_INET && m.family != AF_INET6) return;
+    /* IPv4: ADDRESS is a point-to-point link's peer, LOCAL the address. */
+    const void *a = nl_attr(p + at, n - at, NL_IFA_LOCAL, need);
+    if (!a) a = nl_attr(p + at, n - at, NL_IFA_ADDRESS, need);
+    if (a) add(o, m.family, a);
 }
 
-/* The messages of one read; 1 at the dump's end, -1 (errno) on an error. */
-static int from_part(struct outward *o, const char *p, size_t n)
+void outward_dump_part(struct outward *o, const char *p, size_t n)
 {
-    struct nl_hdr h;
-    for (size_t at = 0; n - at >= sizeof h; at += NL_ALIGN(h.len)) {
-        memcpy(&h, p + at, sizeof h);
-        if (h.len < sizeof h || h.len > n - at) break;
-        if (h.type == NL_DONE) return 1;
-        if (h.type == NL_ERROR) {
-            int32_t e = 0;
-            if (h.len >= sizeof h + sizeof e) memcpy(&e, p + at + sizeof h, sizeof e);
-            errno = e < 0 ? -e : EPROTO;
-            return -1;
-        }
-        if (h.type == NL_NEWADDR) from_message(o, p + at, h.len);
-        if (NL_ALIGN(h.len) >= n - at) break;
-    }
-    return 0;
+    (void)nl_walk(p, n, on_addr, o);
+    settle(o);
 }
 
-/* A dump of every address of the namespace (RTM_GETADDR), read as it
- * comes: the kernel makes each part of a dump when it is read, so no read
- * waits (MSG_DONTWAIT keeps it so). */
 int outward_interfaces(struct outward *o, char *err)
 {
-    static char part[32768]; /* the most one part of a dump takes */
     struct {
         struct nl_hdr h;
         struct nl_ifaddr m;
     } req;
+    char why[ERR_LEN];
     memset(&req, 0, sizeof req);
     req.h.len = sizeof req;
     req.h.type = NL_GETADDR;
-    req.h.flags = NL_REQUEST_DUMP;
-    req.h.seq = 1;
     req.m.family = AF_UNSPEC;
     memset(o, 0, sizeof *o);
-    int r = -1, fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0 /* NETLINK_ROUTE */);
-    if (fd >= 0 && send(fd, &req, sizeof req, 0) == (ssize_t)sizeof req) {
-        for (r = 0; r == 0;) {
-            ssize_t n = recv(fd, part, sizeof part, MSG_DONTWAIT | MSG_TRUNC);
-            if (n < 0 && errno == EINTR) continue;
-            if (n > (ssize_t)sizeof part) errno = EMSGSIZE;
-            r = n < 0 || n > (ssize_t)sizeof part ? -1 : from_part(o, part, (size_t)n);
-        }
-    }
-    if (r < 0) err_set(err, "the interfaces' addresses (netlink): %s", strerror(errno));
-    if (fd >= 0) close(fd);
+    int r = nl_dump(NL_ROUTE, &req, sizeof req, on_addr, o, why);
     settle(o);
-    return r < 0 ? -1 : 0;
+    if (r < 0) err_set(err, "the interfaces' addresses (rtnetlink): %s", why);
+    return r;
 }
 
 int outward_equal(const struct outward *a, const struct outward *b)

@@ -41,6 +41,10 @@ int outward_parse(const char *list, struct outward *o, char *err);
  * message in err. */
 int outward_interfaces(struct outward *o, char *err);
 
+/* Add the addresses of one part of an rtnetlink address dump (p, n
+ * bytes) to o, kept sorted. What outward_interfaces reads, for the fuzzer. */
+void outward_dump_part(struct outward *o, const char *p, size_t n);
+
 /* 1 when a and b hold the same addresses. */
 int outward_equal(const struct outward *a, const struct outward *b);
 

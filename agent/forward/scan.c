@@ -1,7 +1,8 @@
 /*
- * scan.c - reading /proc/net/tcp and /proc/net/tcp6 (see forward/scan.h).
+ * scan.c - the listening sockets by sock_diag, or from /proc/net/tcp and
+ * /proc/net/tcp6 (see forward/scan.h).
  *
- * A line, as the kernel prints it (net/ipv4/tcp_ipv4.c, net/ipv6/tcp_ipv6.c):
+ * A line of a table, as the kernel prints it (net/ipv4/tcp_ipv4.c, net/ipv6/tcp_ipv6.c):
  *
  *   "%4d: %08X:%04X %08X:%04X %02X ..."           tcp
  *   "%4d: %08X%08X%08X%08X:%04X %08X...:%04X %02X ..."  tcp6
@@ -15,7 +16,9 @@
 #include "agent/forward/scan.h"
 #include "agent/core/err.h"
 #include "agent/core/num.h"
+#include "agent/forward/nl.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -119,6 +122,74 @@ void scan_init(struct scan *s, int family, scan_fn fn, void *ctx)
 void scan_feed(struct scan *s, const char *p, size_t n) { lsplit_feed(&s->split, p, n, on_line, s); }
 
 void scan_free(struct scan *s) { lsplit_free(&s->split); }
+
+/* ---- sock_diag (linux/inet_diag.h, sock_diag.h) ---- */
+
+struct diag_id {          /* struct inet_diag_sockid */
+    uint16_t sport, dport; /* network byte order */
+    uint32_t src[4], dst[4];
+    uint32_t ifindex, cookie[2];
+};
+struct diag_req {         /* struct inet_diag_req_v2 */
+    uint8_t family, protocol, ext, pad;
+    uint32_t states;
+    struct diag_id id;
+};
+struct diag_msg {         /* struct inet_diag_msg */
+    uint8_t family, state, timer, retrans;
+    struct diag_id id;
+    uint32_t expires, rqueue, wqueue, uid, inode;
+};
+#define SOCK_DIAG_BY_FAMILY 20
+#define TCP_IPPROTO 6
+
+struct diag_walk {
+    int family;
+    scan_fn fn;
+    void *ctx;
+};
+
+static void on_diag(void *ctx, unsigned type, const char *p, size_t n)
+{
+    struct diag_walk *w = ctx;
+    struct diag_msg m;
+    struct scan_sock s;
+    if (type != SOCK_DIAG_BY_FAMILY || n < sizeof m) return;
+    memcpy(&m, p, sizeof m);
+    if (m.family != w->family || m.state != TCP_LISTEN) return;
+    memset(&s, 0, sizeof s);
+    s.family = m.family;
+    s.port = ntohs(m.id.sport);
+    memcpy(s.addr, m.id.src, m.family == AF_INET6 ? 16 : 4);
+    w->fn(w->ctx, &s);
+}
+
+void scan_diag_part(const char *p, size_t n, int family, scan_fn fn, void *ctx)
+{
+    struct diag_walk w = {family, fn, ctx};
+    (void)nl_walk(p, n, on_diag, &w);
+}
+
+int scan_diag(int family, scan_fn fn, void *ctx, char *err)
+{
+    struct {
+        struct nl_hdr h;
+        struct diag_req r;
+    } req;
+    struct diag_walk w = {family, fn, ctx};
+    char why[ERR_LEN];
+    memset(&req, 0, sizeof req);
+    req.h.len = sizeof req;
+    req.h.type = SOCK_DIAG_BY_FAMILY;
+    req.r.family = (uint8_t)family;
+    req.r.protocol = TCP_IPPROTO;
+    req.r.states = 1u << TCP_LISTEN;
+    if (nl_dump(NL_SOCK_DIAG, &req, sizeof req, on_diag, &w, why) == 0) return 0;
+    err_set(err, "sock_diag: %s", why);
+    return -1;
+}
+
+/* ---- the tables ---- */
 
 long scan_table(int family, scan_fn fn, void *ctx, char *err)
 {

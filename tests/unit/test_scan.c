@@ -1,7 +1,8 @@
 /*
- * test_scan.c - the /proc/net/tcp and tcp6 reader (agent/forward/scan.c):
- * listening sockets of both families, other states, refused lines, the
- * header, lines split across reads, and the table of this machine.
+ * test_scan.c - the listening sockets (agent/forward/scan.c): the
+ * /proc/net/tcp and tcp6 reader (both families, other states, refused
+ * lines, the header, lines split across reads), sock_diag's messages, and
+ * this machine's sockets both ways.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include "agent/forward/scan.h"
 
 #include <arpa/inet.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -184,7 +186,56 @@ static void test_scan_this_machine(void **st)
     assert_int_equal(scan_table(AF_INET, collect, &x, err), 0);
     assert_true(x.found);
     assert_true(scan_table(AF_INET6, collect, &x, err) >= 0);
+    /* sock_diag says the same, and lists listening sockets only. */
+    struct seen d = {.want = ntohs(a.sin_port)};
+    assert_int_equal(scan_diag(AF_INET, collect, &d, err), 0);
+    assert_true(d.found);
+    assert_true(d.n <= x.n);
     close(fd);
+}
+
+/* A sock_diag answer as the kernel sends it: a header, struct
+ * inet_diag_msg (72 bytes), then NLMSG_DONE. */
+static size_t diag_message(char *out, int family, const char *addr, unsigned port, int state)
+{
+    memset(out, 0, 128);
+    uint32_t len = 16 + 72;
+    uint16_t type = 20, sport = htons((uint16_t)port);
+    memcpy(out, &len, 4);
+    memcpy(out + 4, &type, 2);
+    out[16] = (char)family;
+    out[17] = (char)state;
+    memcpy(out + 20, &sport, 2);
+    inet_pton(family, addr, out + 24);
+    uint32_t done_len = 16 + 4;
+    uint16_t done = 3;
+    memcpy(out + len, &done_len, 4);
+    memcpy(out + len + 4, &done, 2);
+    return len + done_len;
+}
+
+static void test_scan_diag_messages(void **st)
+{
+    (void)st;
+    char m[128];
+    struct seen x = {.want = 8000};
+    size_t n = diag_message(m, AF_INET, "127.0.0.1", 8000, 10);
+    scan_diag_part(m, n, AF_INET, collect, &x);
+    assert_int_equal(x.n, 1);
+    assert_true(x.found);
+    /* Another family's, another state's, and cut ones are not sockets. */
+    x = (struct seen){0};
+    scan_diag_part(m, n, AF_INET6, collect, &x);
+    n = diag_message(m, AF_INET, "127.0.0.1", 8000, 1);
+    scan_diag_part(m, n, AF_INET, collect, &x);
+    n = diag_message(m, AF_INET, "127.0.0.1", 8000, 10);
+    for (size_t cut = 0; cut < 16 + 72; cut++) scan_diag_part(m, cut, AF_INET, collect, &x);
+    assert_int_equal(x.n, 0);
+    n = diag_message(m, AF_INET6, "::1", 443, 10);
+    x = (struct seen){0};
+    scan_diag_part(m, n, AF_INET6, collect, &x);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.ports[0], 443);
 }
 
 int main(void)
@@ -194,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_scan_refuses_what_is_not_a_socket),
         cmocka_unit_test(test_scan_feed_in_pieces),
         cmocka_unit_test(test_scan_this_machine),
+        cmocka_unit_test(test_scan_diag_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
