@@ -59,9 +59,9 @@ def procs():
     """Start programs in a namespace; each ended by its pid at the end."""
     started = []
 
-    def start(ns, argv, ready):
+    def start(ns, argv, ready, env=None):
         p = subprocess.Popen(netns.NetPair.argv(ns) + argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL)
+                             stderr=subprocess.DEVNULL, env=env)
         started.append(p)
         seen, end = b"", time.monotonic() + TIMEOUT
         while ready.encode() not in seen:
@@ -77,8 +77,14 @@ def procs():
 
 
 def stop(p):
+    """SIGTERM (an agent running a job passes it on and waits for the job),
+    SIGKILL if it is still there after the bound."""
     if p.poll() is None:
-        p.send_signal(signal.SIGKILL)
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
     p.wait(timeout=TIMEOUT)
     if p.stdout:
         p.stdout.close()
@@ -194,6 +200,17 @@ def test_a_loopback_server_is_reached_on_the_outward_addresses(net, procs, agent
     wait_until(lambda: refused(net, SANDBOX_V4, PORT), "%s:%d refused" % (SANDBOX_V4, PORT))
     assert refused(net, SANDBOX_V6, PORT)
     wait_until(lambda: "%s:%d closed: nothing listens" % (SANDBOX_V4, PORT) in a.stderr(), "the close logged")
+
+
+def test_run_serving_forwards_its_job(agent, net, procs, tmp_path):
+    (tmp_path / "index.html").write_bytes(b"the job's\n")
+    # `run` with SANDBOX_AGENT_LISTEN serves the API, and so forwards: here
+    # the job itself is the server.
+    env = clean_env(SANDBOX_AGENT_LISTEN="0.0.0.0:%d" % API_PORT, SANDBOX_AGENT_TOKEN=TOKEN,
+                    SANDBOX_RESULT=str(tmp_path / "result.json"))
+    procs(net.sandbox, [agent, "run", "--", PY, "-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+                        str(tmp_path), str(PORT)], "Serving HTTP", env=env)
+    assert wait_until(lambda: fetch(net, SANDBOX_V4, PORT), "the job's page") == b"the job's\n"
 
 
 def test_an_ipv6_loopback_server_is_reached_on_both_families(net, procs, agents, tmp_path):
