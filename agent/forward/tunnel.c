@@ -5,8 +5,8 @@
  * A direction's pipe is either empty, and its source is read, or holds
  * bytes, and its destination is written until it is empty again: what a
  * splice into the pipe answers is then never ambiguous (EAGAIN into an
- * empty pipe means the source has nothing), and the pipe never holds more
- * than one read's worth. The connection's own watchers drive it (source
+ * empty pipe means the source has nothing), the pipe never holds more than
+ * one read's worth, and what a copy could not send always fits in it. The connection's own watchers drive it (source
  * readable, destination writable), each on only while it is waited for.
  */
 #include "agent/forward/tunnel.h"
@@ -79,16 +79,38 @@ static void arm(struct tunnel *t, int d)
     watch(t->loop, &h->wr, h->held > 0);
 }
 
-/* One read took half the pipe or more: the source had that much waiting,
- * a bulk transfer. A bigger pipe moves it in fewer, larger splices (1 MiB:
- * about a third less of the agent's CPU per GiB than the 64 KiB default);
- * a direction that never reads that much at once keeps the small one.
- * Best effort, tried once. */
+/* A read filled the copy buffer: the source had more waiting, a bulk
+ * transfer. From now on the direction splices, through a bigger pipe (1
+ * MiB: fewer, larger splices, about a third less of the agent's CPU per
+ * GiB than the 64 KiB default). Enlarging is best effort. */
 static void grow(struct tunnel_half *h)
 {
     int sz = fcntl(h->pipe[1], F_SETPIPE_SZ, TUNNEL_PIPE_BULK);
     h->grown = 1;
     if (sz > 0) h->cap = (size_t)sz;
+}
+
+/* A direction not bulk (yet) copies: one read into a buffer every tunnel
+ * shares (the loop is one thread, and the buffer is empty again before the
+ * next read) and one send, where two splices through the pipe cost more for
+ * a small message. What the destination does not take goes into the pipe,
+ * empty and larger than the buffer, so it all fits, and leaves by splice as
+ * any other; so does a send's error, met again there. Returns what was
+ * read (0 at EOF, -1 with errno); *moved counts what was sent. */
+static ssize_t copy(struct tunnel_half *h, int src, int dst, size_t *moved)
+{
+    static char buf[TUNNEL_COPY];
+    ssize_t r = recv(src, buf, sizeof buf, MSG_DONTWAIT);
+    if (r <= 0) return r;
+    ssize_t w = send(dst, buf, (size_t)r, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w < 0) w = 0;
+    *moved += (size_t)w;
+    if (w < r && write(h->pipe[1], buf + w, (size_t)(r - w)) != r - w) {
+        errno = EPIPE; /* cannot be: the pipe is empty and larger */
+        return -1;
+    }
+    h->held = (size_t)(r - w);
+    return r;
 }
 
 /* Move what direction d can move now: at most TUNNEL_ROUNDS reads and
@@ -101,14 +123,16 @@ static void move(struct tunnel *t, int d)
     size_t moved = 0;
     for (int round = 0; round < TUNNEL_ROUNDS && moved < TUNNEL_TURN_BYTES && !h->done; round++) {
         ssize_t r = -1;
+        size_t ask = h->grown ? h->cap : TUNNEL_COPY;
         if (!h->held && !h->eof) {
-            r = splice(src, NULL, h->pipe[1], NULL, h->cap, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            r = h->grown ? splice(src, NULL, h->pipe[1], NULL, ask, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+                         : copy(h, src, dst, &moved);
             if (r < 0 && errno == EINTR) continue;
             if (r < 0 && errno == EAGAIN) break;
             if (r < 0) return fail(t, errno, d ? "reading the listener" : "reading the client");
             if (r == 0) h->eof = 1;
-            h->held += (size_t)r;
-            if (!h->grown && (size_t)r >= h->cap / 2) grow(h);
+            if (h->grown) h->held += (size_t)r; /* copy put in the pipe what it could not send */
+            else if ((size_t)r == ask) grow(h);
         }
         if (h->held) {
             ssize_t w = splice(h->pipe[0], NULL, dst, NULL, h->held, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -125,7 +149,7 @@ static void move(struct tunnel *t, int d)
         }
         /* A short read emptied the source: another would only say EAGAIN
          * (the watcher, level-triggered, says when there is more). */
-        if (r > 0 && (size_t)r < h->cap / 2) break;
+        if (r > 0 && (size_t)r < ask / 2) break;
     }
     if (t->h[0].done && t->h[1].done) return end(t, 0);
     arm(t, d);

@@ -3,15 +3,17 @@
  * accepted on an outward address, joined both ways to a new connection to
  * the loopback listener it was meant for.
  *
- * Each direction moves its bytes source socket -> pipe -> destination socket
- * with splice(2), never through the agent's memory, inside the event loop:
- * non-blocking everywhere, and bounded, since a direction reads its source
- * only while its pipe is empty, at most what the pipe holds: the kernel's
- * default (64 KiB), or TUNNEL_PIPE_BULK once a single read took half of
- * that (a bulk transfer). A destination that does not read stops its
- * direction's reading, and TCP's windows then stop the sender: nothing
- * grows. An EOF is passed on
- * as the destination's shutdown(SHUT_WR), once the pipe is empty; the tunnel
+ * Each direction moves its bytes inside the event loop, non-blocking
+ * everywhere, in bounded memory: a direction reads its source only while
+ * its pipe is empty. Until it proves bulk it copies: one read of at most
+ * TUNNEL_COPY bytes into a buffer every tunnel shares, one send, and what
+ * the destination does not take into the pipe (for a small message two
+ * system calls cheaper than splicing through the pipe). Once a read fills
+ * that buffer it splices, socket -> pipe -> socket, never through the
+ * agent's memory, through a pipe enlarged to TUNNEL_PIPE_BULK. A
+ * destination that does not read stops its direction's reading, and TCP's
+ * windows then stop the sender: nothing grows. An EOF is passed on as the
+ * destination's shutdown(SHUT_WR), once the pipe is empty; the tunnel
  * closes when both directions have passed theirs on, and at once, with a
  * reset to both ends, on an error on either (the loopback listener refused
  * the connection, a peer reset it).
@@ -25,7 +27,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#define TUNNEL_PIPE_SMALL (64 * 1024)  /* a pipe's size when the kernel does not say */
+#define TUNNEL_COPY (16 * 1024)        /* a read of a direction not bulk (yet) */
+#define TUNNEL_PIPE_SMALL (64 * 1024)  /* a pipe's size when the kernel does not say (> TUNNEL_COPY) */
 #define TUNNEL_PIPE_BULK (1024 * 1024) /* a bulk direction's pipe (pipe-max-size's default) */
 #define TUNNEL_ROUNDS 16               /* reads per wake-up at most ... */
 #define TUNNEL_TURN_BYTES (1024 * 1024) /* ... and bytes: one busy tunnel cannot starve the loop */
@@ -37,8 +40,8 @@ typedef void (*tunnel_gone_fn)(struct tunnel *t, void *ctx);
 
 struct tunnel_half {
     int pipe[2];
-    size_t cap;   /* the pipe's size: the most one read asks for */
-    int grown;    /* enlarged to TUNNEL_PIPE_BULK (or tried) */
+    size_t cap;   /* the pipe's size: the most one splice asks for */
+    int grown;    /* bulk: splicing, the pipe enlarged to TUNNEL_PIPE_BULK (or tried) */
     size_t held;  /* bytes in the pipe */
     int eof;      /* the source sent its FIN */
     int done;     /* ... and it went on: the destination's writing side is shut */

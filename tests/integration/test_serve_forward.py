@@ -8,6 +8,7 @@ Each test makes two network namespaces joined by a veth pair
 without them. Every process a test starts is ended by its pid, and the
 namespaces are deleted at its end.
 """
+import hashlib
 import os
 import resource
 import select
@@ -236,6 +237,24 @@ def test_a_port_held_on_the_outward_address_is_left_alone(net, procs, agents, tm
     assert a.stderr().count("is held by another socket") == 1  # said once, however many polls
 
 
+def test_bulk_bytes_arrive_whole_both_ways(net, procs, agents, tmp_path):
+    # A small message first, then a bulk transfer on the same connection:
+    # each direction starts copying and goes on splicing.
+    body = os.urandom(24 << 20)
+    (tmp_path / "big.bin").write_bytes(body)
+    http_server(procs, net, tmp_path)
+    procs(net.sandbox, [PY, HOLD, "127.0.0.1", str(PORT + 1)], "ready")
+    agents(SANDBOX_AGENT_FORWARD="1", SANDBOX_AGENT_FORWARD_SECONDS="0.05")
+    got = wait_until(lambda: fetch(net, SANDBOX_V4, PORT, "/big.bin"), "the big file through the forward")
+    assert hashlib.sha256(got).hexdigest() == hashlib.sha256(body).hexdigest() and len(got) == len(body)
+    s = wait_until(lambda: connect_ping(net, PORT + 1), "holdserver through the forward")
+    with s:
+        s.sendall(b"SUM %d\n" % len(body))
+        s.sendall(body)
+        assert line(s).strip().decode() == hashlib.sha256(body).hexdigest()
+        assert ping(s)
+
+
 def test_half_closes_pass_through(net, procs, agents):
     procs(net.sandbox, [PY, HOLD, "127.0.0.1", str(PORT)], "ready")
     agents(SANDBOX_AGENT_FORWARD="1", SANDBOX_AGENT_FORWARD_SECONDS="0.05")
@@ -358,9 +377,9 @@ def test_1000_connections_and_a_client_that_never_reads(agent, net, procs, agent
     wait_until(lambda: hold_stat(net)[1] == 0, "the server's connections closed")
 
 
-def connect_ping(net):
+def connect_ping(net, port=PORT):
     try:
-        s = connect(net, SANDBOX_V4, PORT)
+        s = connect(net, SANDBOX_V4, port)
     except OSError:
         return None
     try:

@@ -7,8 +7,10 @@ open until its client closes it. Each line a client sends is a command:
   BIG    zero bytes without end, as fast as the connection takes them
   STAT   answered "BYTES OPEN": the bytes written to BIG connections so
          far, and the connections open
+  SUM N  the next N bytes are taken whole, answered by their sha256 (hex)
 
 Prints "ready" once listening; runs until killed."""
+import hashlib
 import selectors
 import socket
 import sys
@@ -23,7 +25,7 @@ ls.listen(4096)
 ls.setblocking(False)
 sel = selectors.DefaultSelector()
 sel.register(ls, selectors.EVENT_READ, None)
-state = {}  # socket -> [pending input, big]
+state = {}  # socket -> [pending input, big, bytes still to sum, the sum]
 written = 0
 print("ready", flush=True)
 
@@ -42,6 +44,24 @@ def answer(s, line):
     elif line == b"BIG":
         state[s][1] = True
         sel.modify(s, selectors.EVENT_READ | selectors.EVENT_WRITE, None)
+    elif line.startswith(b"SUM "):
+        state[s][2], state[s][3] = int(line[4:]), hashlib.sha256()
+
+
+def take(s, st):
+    """Bytes of a SUM first, then lines."""
+    if st[2]:
+        part, st[0] = st[0][:st[2]], st[0][st[2]:]
+        st[3].update(part)
+        st[2] -= len(part)
+        if not st[2]:
+            s.sendall(st[3].hexdigest().encode() + b"\n")
+        return bool(st[0]) and not st[2]
+    if b"\n" not in st[0]:
+        return False
+    line, st[0] = st[0].split(b"\n", 1)
+    answer(s, line.strip())
+    return True
 
 
 while True:
@@ -54,7 +74,7 @@ while True:
                 except BlockingIOError:
                     break
                 c.setblocking(False)
-                state[c] = [b"", False]
+                state[c] = [b"", False, 0, None]
                 sel.register(c, selectors.EVENT_READ, None)
             continue
         if ev & selectors.EVENT_WRITE:
@@ -77,9 +97,8 @@ while True:
                 continue
             st = state[s]
             st[0] += data
-            while b"\n" in st[0]:
-                line, st[0] = st[0].split(b"\n", 1)
-                try:
-                    answer(s, line.strip())
-                except OSError:
-                    break
+            try:
+                while take(s, st):
+                    pass
+            except OSError:
+                pass
