@@ -6,12 +6,10 @@
 #include "agent/forward/nl.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* May the forwarder listen on this address? Not loopback, not the
  * unspecified address (it would take the loopback port too), not
