@@ -50,7 +50,7 @@ enum routes_auth { ROUTES_OPEN, ROUTES_INIT, ROUTES_TOKEN, ROUTES_SIGNED };
 
 struct route {
     const char *path;
-    unsigned methods;                /* ROUTES_GET | ROUTES_POST: the methods answered (an RPC checks its own: 0) */
+    unsigned methods;                /* ROUTES_GET | ROUTES_POST answered (0: an RPC checks its own) */
     enum routes_auth auth;
     int envd_errors;                 /* refusals as envd's /files writes them, not Connect's */
     void (*head)(struct conn *c);    /* the head is here: choose the body's fate, or refuse (NULL:
@@ -166,6 +166,27 @@ static int token_sent(struct conn *c, const char **token)
     return n > 1 || (n == 1 && **token);
 }
 
+/* GET and POST /files: the parameters first (envd binds them before it
+ * checks), then a token sent, which must be right, else the signature. */
+static int signed_admitted(struct conn *c, const struct route *rt, int sent, const char *token, int at_head)
+{
+    struct sign_params p;
+    char err[ERR_LEN];
+    int ok = sign_params_parse(httpreq_query(conn_req(c)), &p, err) == 0;
+    if (!ok) {
+        refuse(c, rt, 400, err, NULL);
+    } else if (!ops_token_present() || (sent && ops_token_ok(token))) {
+        conn_trust(c);
+    } else if (sent) {
+        refuse(c, rt, 401, "access token present in header but does not match", NULL);
+        ok = 0;
+    } else {
+        ok = signed_ok(c, rt, &p, at_head); /* and trusts nothing: a signature is no token */
+    }
+    sign_params_free(&p);
+    return ok;
+}
+
 /* The row's rule. Returns 1 when the request may go on, else 0 after
  * answering. */
 static int admitted(struct conn *c, const struct route *rt, int at_head)
@@ -177,20 +198,7 @@ static int admitted(struct conn *c, const struct route *rt, int at_head)
         refuse(c, rt, 503, "no access token yet: waiting for POST " ROUTE_INIT, NULL);
         return 0;
     }
-    if (rt->auth == ROUTES_SIGNED) { /* its parameters first, as envd binds them before it checks */
-        struct sign_params p;
-        char err[ERR_LEN];
-        int ok = sign_params_parse(httpreq_query(conn_req(c)), &p, err) == 0;
-        if (!ok) refuse(c, rt, 400, err, NULL);
-        else if (ops_token_present() && !sent) ok = signed_ok(c, rt, &p, at_head);
-        else if (ops_token_present() && !ops_token_ok(token)) {
-            refuse(c, rt, 401, "access token present in header but does not match", NULL);
-            ok = 0;
-        } else
-            conn_trust(c);
-        sign_params_free(&p);
-        return ok;
-    }
+    if (rt->auth == ROUTES_SIGNED) return signed_admitted(c, rt, sent, token, at_head);
     if (ops_token_present() && !ops_token_ok(token)) {
         if (rt->auth == ROUTES_OPEN) return 1; /* envd's: no token, and still a stranger */
         refuse(c, rt, 401, "missing or wrong " HEADER_ACCESS_TOKEN, NULL);
