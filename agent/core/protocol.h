@@ -87,6 +87,16 @@
 #define ROUTE_FILES_COMPOSE "/files/compose"
 #define HEADER_METADATA_PREFIX "X-Metadata-"
 #define ENV_USER "SANDBOX_AGENT_USER"
+/* /files's query parameters, and those of a signed URL (README "Signed
+ * URLs"): the signature ("v1_" and the digest), its optional expiration,
+ * and the operation it grants, one per method. */
+#define QUERY_PATH "path"
+#define QUERY_USERNAME "username"
+#define QUERY_SIGNATURE "signature"
+#define QUERY_SIGNATURE_EXPIRATION "signature_expiration"
+#define SIGNATURE_V1 "v1_"
+#define SIGNATURE_READ "read"
+#define SIGNATURE_WRITE "write"
 
 /* session: error codes of the replies the agent makes itself. */
 #define SESSION_ERR_BAD_REQUEST "bad_request"

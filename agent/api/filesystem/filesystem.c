@@ -232,9 +232,9 @@ static void start(struct rpc_call *call, const cJSON *msg, enum filesystem_reque
                   int read_only)
 {
     struct filesystem_request r;
-    const char *why;
-    if (filesystem_request_decode(kind, msg, &r, &why) < 0) {
-        rpc_fail(call, RPC_INVALID_ARGUMENT, why);
+    char err[ERR_LEN];
+    if (filesystem_request_decode(kind, msg, &r, err) < 0) {
+        rpc_fail(call, RPC_INVALID_ARGUMENT, err);
         return;
     }
     struct filesystem_op *op = calloc(1, sizeof *op);
@@ -262,8 +262,7 @@ void filesystem_list_dir(struct rpc_call *call, const cJSON *msg) { start(call, 
 void filesystem_move(struct rpc_call *call, const cJSON *msg)
 {
     struct filesystem_request r;
-    const char *why;
-    if (filesystem_request_decode(FSREQ_MOVE, msg, &r, &why) == 0 && (!*r.source || !*r.destination)) {
+    if (filesystem_request_decode(FSREQ_MOVE, msg, &r, NULL) == 0 && (!*r.source || !*r.destination)) {
         rpc_fail(call, RPC_INVALID_ARGUMENT, "source and destination are required");
         return;
     }
@@ -273,9 +272,8 @@ void filesystem_move(struct rpc_call *call, const cJSON *msg)
 void filesystem_remove(struct rpc_call *call, const cJSON *msg)
 {
     struct filesystem_request r;
-    const char *why;
     /* "" would be the home: refused rather than removed. */
-    if (filesystem_request_decode(FSREQ_PATH, msg, &r, &why) == 0 && !*r.path) {
+    if (filesystem_request_decode(FSREQ_PATH, msg, &r, NULL) == 0 && !*r.path) {
         rpc_fail(call, RPC_INVALID_ARGUMENT, "path is required");
         return;
     }

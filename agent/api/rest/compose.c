@@ -147,10 +147,7 @@ static int start(struct compose *cp, char *err)
 
 void rest_compose_on_head(struct conn *c)
 {
-    struct httpreq *r = conn_req(c);
-    if (httpreq_method(r) != HTTP_POST)
-        rest_files_error_extra(c, 405, "only POST", "Allow: POST\r\n");
-    else if (httpreq_body_buffer(r, REST_COMPOSE_BODY_MAX) < 0)
+    if (httpreq_body_buffer(conn_req(c), REST_COMPOSE_BODY_MAX) < 0)
         rest_files_error(c, 413, "the body is larger than 2 MiB");
 }
 
