@@ -287,10 +287,10 @@ static int check_user(const struct user_info *u, uid_t euid, char *err)
     return -1;
 }
 
-/* The child, started without waiting for its exec (clone.h): its report
- * (exec's errno, the cgroup join's) comes later, to pio.c. */
+/* The child, started without waiting for its exec (core/spawn.h): its
+ * report (exec's errno, the cgroup join's) comes later, to io.c. */
 static pid_t spawn(struct pfds *f, const struct proc_start *s, uid_t euid, const char *cwd, char **env,
-                   int cgroup_fd, struct proc_clone **k, char *err)
+                   int cgroup_fd, struct spawn_report **r, char *err)
 {
     const struct user_info *u = s->user;
     int child_in = s->pty ? f->slave : f->in[1];
@@ -301,7 +301,7 @@ static pid_t spawn(struct pfds *f, const struct proc_start *s, uid_t euid, const
                             .new_session = s->pty, .ctty = s->pty, .set_ids = u && euid == 0,
                             .uid = u ? u->uid : 0, .gid = u ? u->gid : 0, .groups = u ? u->groups : NULL,
                             .ngroups = u ? u->ngroups : 0, .cgroup_fd = cgroup_fd};
-    return proc_clone_start(&so, k, err);
+    return spawn_start(&so, SPAWN_NOWAIT, r, err);
 }
 
 int proc_launch(struct proc *p, const struct proc_start *s, char *err)
@@ -318,7 +318,7 @@ int proc_launch(struct proc *p, const struct proc_start *s, char *err)
         e = ENOMEM;
     } else if (open_fds(&f, s, err) < 0) {
         e = errno;
-    } else if ((p->pid = spawn(&f, s, euid, cwd, env, cg_fd, &p->clone, err)) < 0) {
+    } else if ((p->pid = spawn(&f, s, euid, cwd, env, cg_fd, &p->report, err)) < 0) {
         e = errno;
     } else {
         proc_group_started(p->g, p->pid, 0); /* a failed join is told later (pio.c) */

@@ -15,7 +15,6 @@
 #include "agent/core/cgroup.h"
 #include "agent/core/hash.h"
 #include "agent/core/spawn.h"
-#include "agent/proc/clone.h"
 #include "agent/proc/group.h"
 #include "agent/proc/proc.h"
 #include "agent/core/ring.h"
@@ -51,7 +50,7 @@ struct proc {
     size_t inq_off;     /* bytes of inq already written */
 
     struct reaper_watch rw;
-    struct proc_clone *clone; /* its report, until complete (clone.h) */
+    struct spawn_report *report; /* its child's, until complete (core/spawn.h) */
     ev_io report_w;
     struct proc_group *g;   /* what it started: signals and stops go through it */
     ev_timer deadline;  /* the request's timeout */
