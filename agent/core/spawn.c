@@ -263,10 +263,14 @@ static CHILD_CODE long child_exec(const struct child *c)
 /* fd onto to (dup2's meaning; dup3 refuses fd == to, where dup2 does nothing). */
 static CHILD_CODE long child_dup(int fd, int to) { return fd == to ? to : rsys(SYS_dup3, fd, to, 0, 0); }
 
+/* Told with a failed chdir's errno (errno values stay below 4096). */
+#define REPORT_CWD (1 << 16)
+
 static CHILD_CODE int child_main(void *arg)
 {
     const struct child *c = arg;
     long e;
+    int step = 0;
     /* Before anything can fork. A failure is told (negated) and lived with. */
     if (c->cgroup_fd > 0 && (e = rsys(SYS_write, c->cgroup_fd, (long)"0", 1, 0)) != 1)
         report(c, e < 0 ? (int)e : -EIO);
@@ -286,10 +290,13 @@ static CHILD_CODE int child_main(void *arg)
     if (c->set_ids && ((e = rsys(SYS_SETGROUPS, c->ngroups, (long)c->groups, 0, 0)) < 0 ||
                        (e = rsys(SYS_SETGID, c->gid, 0, 0, 0)) < 0 || (e = rsys(SYS_SETUID, c->uid, 0, 0, 0)) < 0))
         goto fail;
-    if (c->cwd && (e = rsys(SYS_chdir, (long)c->cwd, 0, 0, 0)) < 0) goto fail;
+    if (c->cwd && (e = rsys(SYS_chdir, (long)c->cwd, 0, 0, 0)) < 0) {
+        step = REPORT_CWD;
+        goto fail;
+    }
     e = -child_exec(c);
 fail:
-    report(c, (int)-e);
+    report(c, (int)-e | step);
     rsys(SYS_exit_group, -e == ENOENT || -e == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC, 0, 0, 0);
     return 0;
 }
@@ -326,7 +333,7 @@ static void stack_put(char *p)
 
 struct spawn_report {
     int fd;           /* the pipe's read end; -1 once complete */
-    int exec_errno, cgroup_errno;
+    struct spawn_result res;
     char *stack;      /* the child's (guard page first); NULL once given back */
     struct child *c;  /* its block */
 };
@@ -343,8 +350,9 @@ static void complete(struct spawn_report *r)
 }
 
 /* What the pipe holds: up to two ints, a cgroup join's errno negated, then
- * the failed step's. Returns 1 at EOF (the child is out of the agent's
- * memory), 0 when there is nothing more for now. */
+ * the failed step's (REPORT_CWD set for the chdir). Returns 1 at EOF (the
+ * child is out of the agent's memory), 0 when there is nothing more for
+ * now. */
 static int report_read(struct spawn_report *r)
 {
     for (;;) {
@@ -354,8 +362,12 @@ static int report_read(struct spawn_report *r)
         if (n < 0 && errno == EAGAIN) return 0;
         if (n <= 0) return 1; /* EOF; or cannot happen: then the child keeps what it reads */
         for (ssize_t i = 0; i < n / (ssize_t)sizeof e[0]; i++) {
-            if (e[i] < 0) r->cgroup_errno = -e[i];
-            else if (e[i] > 0) r->exec_errno = e[i];
+            if (e[i] < 0) {
+                r->res.cgroup_errno = -e[i];
+            } else if (e[i] > 0) {
+                r->res.exec_errno = e[i] & ~REPORT_CWD;
+                r->res.cwd_failed = (e[i] & REPORT_CWD) != 0;
+            }
         }
     }
 }
@@ -422,14 +434,13 @@ pid_t spawn_start(const struct spawn_opts *o, enum spawn_mode mode, struct spawn
 
 int spawn_report_fd(const struct spawn_report *r) { return r->fd; }
 
-int spawn_report_poll(struct spawn_report *r, int *exec_errno, int *cgroup_errno)
+int spawn_report_poll(struct spawn_report *r, struct spawn_result *res)
 {
     if (r->fd >= 0) {
         if (!report_read(r)) return 0;
         complete(r);
     }
-    *exec_errno = r->exec_errno;
-    *cgroup_errno = r->cgroup_errno;
+    *res = r->res;
     return 1;
 }
 
@@ -446,7 +457,7 @@ pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err)
 {
     struct spawn_report r = {0};
     pid_t pid = start(o, SPAWN_WAIT, &r, err);
-    *exec_errno = r.exec_errno;
+    *exec_errno = r.res.exec_errno;
     return pid;
 }
 

@@ -62,11 +62,16 @@ struct spawn_report;
 pid_t spawn_start(const struct spawn_opts *o, enum spawn_mode mode, struct spawn_report **r, char *err);
 /* The report's fd to watch for reading; -1 once the report is complete. */
 int spawn_report_fd(const struct spawn_report *r);
+/* What a complete report says. */
+struct spawn_result {
+    int exec_errno;   /* 0: it exec'd; else the errno of the step that failed */
+    int cwd_failed;   /* 1: that step was the chdir into cwd (after the id switch) */
+    int cgroup_errno; /* 0: joined, or no cgroup; else the join's errno (it ran on outside) */
+};
 /* Read what the report holds. Returns 1 once it is complete (the child is
- * past its exec or has exited; always so after its exit), with *exec_errno
- * (0: exec'd) and *cgroup_errno (0: joined, or no cgroup) set; 0 when the
- * child is not there yet. */
-int spawn_report_poll(struct spawn_report *r, int *exec_errno, int *cgroup_errno);
+ * past its exec or has exited; always so after its exit), with *res set;
+ * 0 when the child is not there yet. */
+int spawn_report_poll(struct spawn_report *r, struct spawn_result *res);
 /* Drop the handle (a child not yet past its exec keeps what it reads). */
 void spawn_report_free(struct spawn_report *r);
 

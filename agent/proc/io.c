@@ -161,12 +161,14 @@ static void on_drain_over(struct ev_loop *loop, ev_timer *w, int revents)
  * join gives cgroups up, as proc_group_started says at the start. */
 static void report_in(struct proc *p)
 {
-    int cgroup_errno;
-    if (!p->report || !spawn_report_poll(p->report, &p->exec_errno, &cgroup_errno)) return;
+    struct spawn_result res;
+    if (!p->report || !spawn_report_poll(p->report, &res)) return;
+    p->exec_errno = res.exec_errno;
+    p->cwd_failed = res.cwd_failed;
     ev_io_stop(p->t->loop, &p->report_w);
     spawn_report_free(p->report);
     p->report = NULL;
-    if (cgroup_errno && !p->leader_exited) proc_group_started(p->g, p->pid, cgroup_errno);
+    if (res.cgroup_errno && !p->leader_exited) proc_group_started(p->g, p->pid, res.cgroup_errno);
 }
 
 static void on_report(struct ev_loop *loop, ev_io *w, int revents)
@@ -319,7 +321,7 @@ void proc_io_start(struct proc *p, double timeout)
 static void finish(struct proc *p)
 {
     struct ev_loop *loop = p->t->loop;
-    if (p->exec_errno) proc_status_from_exec_error(p->argv[0], p->exec_errno, &p->end);
+    if (p->exec_errno) proc_status_from_exec_error(p->cwd_failed ? NULL : p->argv[0], p->exec_errno, &p->end);
     else proc_status_from_wait(p->status, &p->end);
     if (!p->exec_errno && proc_group_oom_killed(p->g, p->status)) proc_status_oom(&p->end);
     p->ended = 1;

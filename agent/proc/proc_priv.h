@@ -57,7 +57,8 @@ struct proc {
     int timed_out;      /* its timeout ran out (proc_stop): stopped once */
     ev_timer drain;     /* the output's last moments after the leader exited */
     ev_timer pace;      /* while a channel is held: who stalled (pace.c) */
-    int exec_errno;
+    int exec_errno;     /* from its report: the step that failed, 0 when it exec'd */
+    int cwd_failed;     /* that step was the chdir into its directory */
     int leader_exited, status;
     ev_tstamp exited_at;  /* when the leader's exit was seen */
     int ended;

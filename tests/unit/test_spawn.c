@@ -2,7 +2,7 @@
  * test_spawn.c - the one child (agent/core/spawn.c), each test run in both
  * of its modes, waiting (CLONE_VFORK) and not: the report once the child
  * is past its exec (exec's errno: not found, not executable, PATH searched
- * as execvp does, a failed chdir, as the user it switched to; a failed
+ * as execvp does; a failed chdir told as such, as the user it switched to; a failed
  * cgroup join, told and lived with), a command's own exit 127 told apart,
  * the environment given, the group or session and controlling terminal it
  * leads, the ids it switches to, the signal state the agent was started
@@ -42,14 +42,14 @@ static const enum spawn_mode WAIT = SPAWN_WAIT, NOWAIT = SPAWN_NOWAIT;
 /* The report, waited for: the pipe's EOF always comes (the child execs or
  * exits); a child stuck before its exec fails the test after 30 s, never
  * hangs it. In wait mode it is complete at once. */
-static void report(enum spawn_mode mode, struct spawn_report *r, int *exec_errno, int *cgroup_errno)
+static void report(enum spawn_mode mode, struct spawn_report *r, struct spawn_result *res)
 {
     if (mode == SPAWN_WAIT) assert_int_equal(spawn_report_fd(r), -1);
-    while (!spawn_report_poll(r, exec_errno, cgroup_errno)) {
+    while (!spawn_report_poll(r, res)) {
         struct pollfd p = {spawn_report_fd(r), POLLIN, 0};
         assert_int_equal(poll(&p, 1, 30000), 1);
     }
-    assert_int_equal(spawn_report_poll(r, exec_errno, cgroup_errno), 1); /* and stays complete */
+    assert_int_equal(spawn_report_poll(r, res), 1); /* and stays complete */
     assert_int_equal(spawn_report_fd(r), -1);
 }
 
@@ -61,7 +61,7 @@ static int wait_code(pid_t pid)
 }
 
 struct run {
-    int exec_errno, cgroup_errno, code;
+    int exec_errno, cwd_failed, cgroup_errno, code;
     char out[4096];
 };
 
@@ -91,8 +91,12 @@ static void run(enum spawn_mode mode, struct spawn_opts *o, struct run *r)
     read_all(fds[0], r->out, sizeof r->out);
     close(fds[0]);
     r->code = wait_code(pid);
-    report(mode, k, &r->exec_errno, &r->cgroup_errno);
+    struct spawn_result res;
+    report(mode, k, &res);
     spawn_report_free(k);
+    r->exec_errno = res.exec_errno;
+    r->cwd_failed = res.cwd_failed;
+    r->cgroup_errno = res.cgroup_errno;
 }
 
 static void test_exec_report(void **st)
@@ -106,8 +110,9 @@ static void test_exec_report(void **st)
     assert_string_equal(r.out, "hi\n");
 
     char *missing[] = {"/nonexistent/command", NULL};
-    run(m, &(struct spawn_opts){.argv = missing}, &r);
+    run(m, &(struct spawn_opts){.argv = missing, .cwd = "/tmp"}, &r);
     assert_int_equal(r.exec_errno, ENOENT);
+    assert_int_equal(r.cwd_failed, 0); /* the exec's */
     assert_int_equal(r.code, 127);
 
     /* A command that exits 127 itself is not an exec error. */
@@ -156,9 +161,11 @@ static void test_exec_report(void **st)
     char *pwd[] = {"/bin/pwd", NULL};
     run(m, &(struct spawn_opts){.argv = pwd, .cwd = "/nonexistent/dir"}, &r);
     assert_int_equal(r.exec_errno, ENOENT);
+    assert_int_equal(r.cwd_failed, 1);
     assert_int_equal(r.code, 127);
     run(m, &(struct spawn_opts){.argv = pwd, .cwd = "/tmp"}, &r);
     assert_int_equal(r.exec_errno, 0);
+    assert_int_equal(r.cwd_failed, 0);
     assert_string_equal(r.out, "/tmp\n");
 }
 
@@ -238,6 +245,7 @@ static void test_ids_then_cwd(void **st)
     char *pwd[] = {"/bin/pwd", NULL};
     run(m, &(struct spawn_opts){.argv = pwd, .cwd = dir, .set_ids = 1, .uid = 65534, .gid = 65534}, &r);
     assert_int_equal(r.exec_errno, EACCES);
+    assert_int_equal(r.cwd_failed, 1);
     assert_int_equal(r.code, 126);
     run(m, &(struct spawn_opts){.argv = pwd, .cwd = dir}, &r); /* root may */
     assert_int_equal(r.exec_errno, 0);
@@ -294,8 +302,8 @@ static void test_errno_and_signals(void **st)
     read_all(fds[0], out, sizeof out);
     close(fds[0]);
     assert_int_equal(wait_code(pid), 0);
-    int e, cg;
-    report(m, k, &e, &cg);
+    struct spawn_result res;
+    report(m, k, &res);
     spawn_report_free(k);
     assert_int_equal(procstatus_mask(out, "SigBlk:\t"), blk0 | 1ull << (SIGUSR1 - 1));
     assert_int_equal(procstatus_mask(out, "SigIgn:\t"), ign0 | 1ull << (SIGHUP - 1));
@@ -325,22 +333,22 @@ static void test_many(void **st)
         assert_true(pid[i] > 0);
     }
     for (int i = 0; i < N; i++) {
-        int e, cg;
+        struct spawn_result res;
         assert_int_equal(wait_code(pid[i]), 3);
-        report(m, k[i], &e, &cg);
-        assert_int_equal(e, 0);
+        report(m, k[i], &res);
+        assert_int_equal(res.exec_errno, 0);
         spawn_report_free(k[i]);
     }
     char *t[] = {"/bin/true", NULL};
     for (int i = 0; i < 200; i++) {
-        int e, cg;
+        struct spawn_result res;
         struct spawn_report *r;
         struct spawn_opts o = {.argv = t, .tty_fd = -1, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1};
         pid_t p = spawn_start(&o, m, &r, err);
         assert_true(p > 0);
         assert_int_equal(wait_code(p), 0);
-        report(m, r, &e, &cg);
-        assert_int_equal(e, 0);
+        report(m, r, &res);
+        assert_int_equal(res.exec_errno, 0);
         spawn_report_free(r);
     }
 }
