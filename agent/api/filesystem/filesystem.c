@@ -11,6 +11,7 @@
  */
 #include "agent/api/filesystem/filesystem.h"
 #include "agent/api/asuser/job.h"
+#include "agent/api/asuser/defaults.h"
 #include "agent/api/asuser/path.h"
 #include "agent/api/filesystem/request.h"
 #include "agent/api/filesystem/watch.h"
@@ -41,7 +42,7 @@ char *filesystem_path(struct rpc_call *call, const struct user_info *u, const ch
     struct buf b;
     const char *why;
     buf_init(&b, ASUSER_PATH_MAX);
-    if (asuser_path_resolve(u->home, path, &b, &why) < 0) {
+    if (asuser_path_resolve(u->home, asuser_defaults_workdir(), path, &b, &why) < 0) {
         buf_free(&b);
         rpc_fail(call, RPC_INVALID_ARGUMENT, why);
         return NULL;

@@ -3,6 +3,7 @@
  * the request acts as, where its path points, and its errors as envd's.
  */
 #include "agent/api/rest/files.h"
+#include "agent/api/asuser/defaults.h"
 #include "agent/api/asuser/path.h"
 #include "agent/api/asuser/asuser.h"
 #include "agent/api/http/query.h"
@@ -77,7 +78,7 @@ int rest_files_target(struct conn *c, struct user_info *u, struct buf *path, int
         goto fail;
     }
     *have_path = r > 0;
-    if (asuser_path_resolve(u->home, r > 0 ? v.data : "", path, &why) < 0) {
+    if (asuser_path_resolve(u->home, asuser_defaults_workdir(), r > 0 ? v.data : "", path, &why) < 0) {
         rest_files_error(c, 400, why);
         goto fail;
     }
