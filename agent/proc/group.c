@@ -314,7 +314,7 @@ void proc_group_started(struct proc_group *g, pid_t pid, int cgroup_errno)
     if (!cgroup_errno || !g->cg) return;
     log_warn("proc: process %d cannot join its cgroup %s: %s; no more cgroups: descendants are found "
              "through /proc", (int)pid, g->cg, strerror(cgroup_errno));
-    /* Told late (the child's report comes after its start, clone.h): what
+    /* Told late (the child's report comes after its start, core/spawn.h): what
      * a stop began on the cgroup meanwhile is finished without it. */
     if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
     int killing = ev_is_active(&g->kill_w);
