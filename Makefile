@@ -48,7 +48,7 @@ INCLUDES := -I. -isystem $(DEPS)/libev -isystem $(DEPS)/cjson -isystem $(DEPS)/l
 # zlib computes its CRC tables on first use instead of carrying 8 KB of them.
 ZLIB_DEFS := -DDYNAMIC_CRC_TABLE
 DEFS     := -D_GNU_SOURCE -DSA_VERSION='"$(VERSION)"' $(EV_DEFS) $(ZLIB_DEFS)
-WARN     := -fno-strict-aliasing -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+WARN     := -fno-strict-aliasing -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Werror
 
 # Every .c under the three source folders: a new mode folder needs no edit here.
 SRC      := $(sort $(shell find agent runner inotify -name '*.c'))
