@@ -24,6 +24,9 @@
 #include "agent/api/rest/compose.h"
 #include "agent/api/rest/files.h"
 #include "agent/api/filesystem/filesystem.h"
+#include "agent/api/ops/collapse.h"
+#include "agent/api/ops/freeze.h"
+#include "agent/api/ops/fsfreeze.h"
 #include "agent/api/ops/init.h"
 #include "agent/api/ops/metrics.h"
 #include "agent/api/ops/token.h"
@@ -87,6 +90,13 @@ static int is_rest(const char *path)
     return !strcmp(path, ROUTE_HEALTH) || !strcmp(path, ROUTE_ENVS) || !strcmp(path, ROUTE_METRICS);
 }
 
+/* The pause family: POST, bodies ignored (ops/freeze.h, fsfreeze.h, collapse.h). */
+static int is_pause(const char *path)
+{
+    return !strcmp(path, ROUTE_FREEZE) || !strcmp(path, ROUTE_UNFREEZE) || !strcmp(path, ROUTE_FSFREEZE) ||
+           !strcmp(path, ROUTE_FSTHAW) || !strcmp(path, ROUTE_COLLAPSE);
+}
+
 /* The token check. Returns 1 when the request may go on. */
 static int admitted(struct conn *c, const char *path)
 {
@@ -123,7 +133,7 @@ static void on_head(struct conn *c, void *ctx)
             rpc_http_error(c, 405, RPC_UNIMPLEMENTED, "only GET", "Allow: GET\r\n");
         return;
     }
-    if (!strcmp(path, ROUTE_INIT)) { /* the body: a unary one, buffered (SERVE_BODY_MAX) */
+    if (!strcmp(path, ROUTE_INIT) || is_pause(path)) { /* the body: a unary one, buffered (SERVE_BODY_MAX) */
         if (httpreq_method(r) != HTTP_POST)
             rpc_http_error(c, 405, RPC_UNIMPLEMENTED, "only POST", "Allow: POST\r\n");
         return;
@@ -151,6 +161,14 @@ static void on_request(struct conn *c, void *ctx)
         ops_metrics_respond(c);
     } else if (!strcmp(path, ROUTE_INIT)) {
         ops_init_respond(c);
+    } else if (!strcmp(path, ROUTE_FREEZE)) {
+        ops_freeze_respond(c);
+    } else if (!strcmp(path, ROUTE_UNFREEZE)) {
+        ops_unfreeze_respond(c);
+    } else if (!strcmp(path, ROUTE_FSFREEZE) || !strcmp(path, ROUTE_FSTHAW)) {
+        ops_fsfreeze_respond(c, !strcmp(path, ROUTE_FSFREEZE));
+    } else if (!strcmp(path, ROUTE_COLLAPSE)) {
+        ops_collapse_respond(c);
     } else if (!strcmp(path, ROUTE_ENVS)) {
         struct buf b;
         buf_init(&b, SERVE_BODY_MAX);

@@ -19,6 +19,7 @@
 #include "agent/proc/proc_priv.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
+#include "agent/core/pause.h"
 #include "agent/core/oom.h"
 #include "agent/core/stop.h"
 
@@ -118,7 +119,7 @@ static void on_freeze_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct proc_group *g = w->data;
     int frozen = cgroup_frozen(&g->t->cg, g->cg);
-    if (frozen == 0 && ev_now(loop) - g->since < FREEZE_WAIT) return;
+    if (frozen == 0 && pause_now() - g->since < FREEZE_WAIT) return;
     if (frozen != 1) log_debug("process %d: its cgroup did not freeze; signalling anyway", (int)g->pid);
     freeze_deliver(g);
     settle(g);
@@ -143,7 +144,7 @@ static void freeze_signal(struct proc_group *g, int sig)
         freeze_deliver(g);
         return;
     }
-    g->since = ev_now(loop_of(g));
+    g->since = pause_now();
     ev_timer_again(loop_of(g), &g->freeze_w);
 }
 
@@ -151,7 +152,7 @@ static void on_kill_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct proc_group *g = w->data;
     int sig = SIGKILL;
-    if (members_signal(g, &sig, 1) && ev_now(loop) - g->since < KILL_WAIT) return;
+    if (members_signal(g, &sig, 1) && pause_now() - g->since < KILL_WAIT) return;
     ev_timer_stop(loop, w);
     if (!try_remove(g)) log_warn("process %d: members of its cgroup survived %.3g s of SIGKILL", (int)g->pid, KILL_WAIT);
     settle(g);
@@ -164,7 +165,7 @@ static void members_kill(struct proc_group *g)
     if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
     if (cgroup_kill(&g->t->cg, g->cg) == 0) return;
     if (!members_signal(g, &sig, 1) || ev_is_active(&g->kill_w)) return;
-    g->since = ev_now(loop_of(g));
+    g->since = pause_now();
     ev_timer_again(loop_of(g), &g->kill_w);
 }
 
