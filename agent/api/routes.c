@@ -164,7 +164,7 @@ static void on_request(struct conn *c, void *ctx)
     } else if (!strcmp(path, ROUTE_FREEZE)) {
         ops_freeze_respond(c);
     } else if (!strcmp(path, ROUTE_UNFREEZE)) {
-        ops_unfreeze_respond(c);
+        ops_freeze_thaw_respond(c);
     } else if (!strcmp(path, ROUTE_FSFREEZE) || !strcmp(path, ROUTE_FSTHAW)) {
         ops_fsfreeze_respond(c, !strcmp(path, ROUTE_FSFREEZE));
     } else if (!strcmp(path, ROUTE_COLLAPSE)) {

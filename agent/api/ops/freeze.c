@@ -175,7 +175,7 @@ static void thaw(const char *why)
     log_info("api: %s: thawed what /freeze froze%s", why, failed ? " (some could not be)" : "");
 }
 
-void ops_unfreeze_respond(struct conn *c)
+void ops_freeze_thaw_respond(struct conn *c)
 {
     if (!ops_freeze_lock()) {
         rpc_error_response(c, RPC_UNAVAILABLE, "another freeze, thaw or filesystem freeze is in flight", NULL);

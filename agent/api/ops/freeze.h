@@ -29,7 +29,7 @@ void ops_freeze_start(const struct cgroup_base *base);
 void ops_freeze_stop(void);
 
 void ops_freeze_respond(struct conn *c);
-void ops_unfreeze_respond(struct conn *c);
+void ops_freeze_thaw_respond(struct conn *c);
 /* POST /init: thaw what /freeze froze. */
 void ops_freeze_resume(void);
 
