@@ -16,7 +16,6 @@ answering while frozen; /collapse answers CollapseResult.
 
 Kinds the machine lacks are skipped with the reason (tests/lib/cgroups.py).
 """
-import json
 import os
 import shutil
 import signal
