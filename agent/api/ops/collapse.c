@@ -48,7 +48,7 @@ static int header(const char *s, const char *e, uintptr_t *lo, uintptr_t *hi, in
     *lo = (uintptr_t)a;
     *hi = (uintptr_t)b;
     *anon = !memcmp(perms, "rw-p", 4) && f < e && *f == '0' && (f + 1 == e || is_space(f[1])) &&
-            (path == e || !strncmp(path, "[heap]", 6));
+            (path == e || (e - path >= 6 && !memcmp(path, "[heap]", 6)));
     return 1;
 }
 
