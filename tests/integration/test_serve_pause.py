@@ -29,6 +29,7 @@ from connectc import ServeAgent, b64, end_of, head_bytes, output
 from test_serve_freeze import KINDS, freezer_why, post
 
 STOP_SECONDS = 30
+BIG = 4 << 20  # more than the socket, the connection's queue and the ring hold
 
 
 @pytest.fixture
@@ -159,6 +160,14 @@ def _start(pid):
     return f[19] if f else None
 
 
+def _syscall(pid):
+    """The number of the system call pid waits in ("1": write), or None."""
+    try:
+        return open("/proc/%d/syscall" % pid).read().split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def _cmd(pid):
     try:
         return open("/proc/%d/cmdline" % pid, "rb").read().replace(b"\0", b" ").decode()
@@ -179,8 +188,13 @@ def test_timers_count_the_time_the_sandbox_ran(serve):
     the stop: each must still be running right after the resume, and the
     Start timeout end at its time counted without the stop."""
     a = serve(SANDBOX_AGENT_FIRST_HEAD_SECONDS="12", SANDBOX_AGENT_GRACE_SECONDS="12",
-              SANDBOX_AGENT_KEEP_FINISHED_SECONDS="12", SANDBOX_AGENT_LOG="info")
+              SANDBOX_AGENT_KEEP_FINISHED_SECONDS="12", SANDBOX_AGENT_STALL_SECONDS="12",
+              SANDBOX_AGENT_RETAIN_BYTES="65536", SANDBOX_AGENT_LOG="info")
     t0 = time.monotonic()
+    # a stream that reads nothing while the output waits for it: 12 s before it is left to skip
+    slow, wpid = a.start("/bin/sh", "-c", "head -c %d /dev/zero | tr '\\0' x; echo end" % BIG)
+    writer = wait_until(lambda: [k for k in descendants(wpid) if _cmd(k).startswith("tr ")], "the writer")[0]
+    wait_until(lambda: _syscall(writer) == "1", "the writer held in write(2)")
     # a Start timeout of 16 s: TERM at 16 s of the sandbox's time
     sleeper, spid = a.start("/bin/sleep", "600", msg={"timeout": 16})
     # a Start timeout of 1 s whose TERM is ignored: KILL after the 12 s grace
@@ -233,7 +247,13 @@ def test_timers_count_the_time_the_sandbox_ran(serve):
         _, kept_out = until_output(connect(a, {"tag": "echoer"}, replay_from=6), b"got after\n")
         assert kept_out == b"got after\n"
 
+    def stall():  # the output waited for the stream: all of it comes, nothing skipped
+        events, _ = slow.collect()
+        got = output(events)
+        assert got == b"x" * BIG + b"end\n", "%d bytes of %d" % (len(got), BIG + 4)
+
     check("the first-head deadline counted the stop", first_head)
+    check("the stall timer counted the stop", stall)
     check("the finished process was not kept", kept)
     check("the stream or the reconnect", stream)
     idle.close()
