@@ -76,7 +76,7 @@ static int self_frozen(enum cgroup_kind k, const char *dir)
 
 static struct cgroup_base as_base(enum cgroup_kind k)
 {
-    struct cgroup_base b = {.kind = k, .has_freeze = 1};
+    struct cgroup_base b = {.kind = k, .has_freeze = 1, .fd = -1};
     return b;
 }
 

@@ -94,6 +94,16 @@
 #define ROUTE_FILES_COMPOSE "/files/compose"
 #define HEADER_METADATA_PREFIX "X-Metadata-"
 #define ENV_USER "SANDBOX_AGENT_USER"
+/* /files's query parameters, and those of a signed URL (README "Signed
+ * URLs"): the signature ("v1_" and the digest), its optional expiration,
+ * and the operation it grants, one per method. */
+#define QUERY_PATH "path"
+#define QUERY_USERNAME "username"
+#define QUERY_SIGNATURE "signature"
+#define QUERY_SIGNATURE_EXPIRATION "signature_expiration"
+#define SIGNATURE_V1 "v1_"
+#define SIGNATURE_READ "read"
+#define SIGNATURE_WRITE "write"
 
 /* session: error codes of the replies the agent makes itself. */
 #define SESSION_ERR_BAD_REQUEST "bad_request"
@@ -139,6 +149,15 @@
 #define ENV_CGROUPS "SANDBOX_AGENT_CGROUPS"
 /* serve: a Connect's replay (the default user, ENV_USER, is above). */
 #define HEADER_REPLAY_FROM "Sandbox-Agent-Replay-From"
+/* serve: the port forwarder (README "Port forwarding"): on or off (unset:
+ * on when the API listens on an address other than loopback), the outward
+ * addresses (unset: the interfaces'), the connection bound, the poll. */
+#define ENV_FORWARD "SANDBOX_AGENT_FORWARD"
+#define ENV_FORWARD_ADDRS "SANDBOX_AGENT_FORWARD_ADDRS"
+#define ENV_FORWARD_MAX_CONNECTIONS "SANDBOX_AGENT_FORWARD_MAX_CONNECTIONS"
+#define ENV_FORWARD_SECONDS "SANDBOX_AGENT_FORWARD_SECONDS"
+#define DEFAULT_FORWARD_MAX_CONNECTIONS 1024
+#define DEFAULT_FORWARD_SECONDS 1.0
 
 /* Job status words. */
 #define STATUS_SUCCEEDED "succeeded"

@@ -158,16 +158,18 @@ static void on_drain_over(struct ev_loop *loop, ev_timer *w, int revents)
     finish(p);
 }
 
-/* The child's report (clone.h): exec's errno for the end; a failed cgroup
+/* The child's report (core/spawn.h): exec's errno for the end; a failed cgroup
  * join gives cgroups up, as proc_group_started says at the start. */
 static void report_in(struct proc *p)
 {
-    int cgroup_errno;
-    if (!p->clone || !proc_clone_poll(p->clone, &p->exec_errno, &cgroup_errno)) return;
+    struct spawn_result res;
+    if (!p->report || !spawn_report_poll(p->report, &res)) return;
+    p->exec_errno = res.exec_errno;
+    p->cwd_failed = res.cwd_failed;
     ev_io_stop(p->t->loop, &p->report_w);
-    proc_clone_free(p->clone);
-    p->clone = NULL;
-    if (cgroup_errno && !p->leader_exited) proc_group_started(p->g, p->pid, cgroup_errno);
+    spawn_report_free(p->report);
+    p->report = NULL;
+    if (res.cgroup_errno && !p->leader_exited) proc_group_started(p->g, p->pid, res.cgroup_errno);
 }
 
 static void on_report(struct ev_loop *loop, ev_io *w, int revents)
@@ -295,9 +297,9 @@ void proc_io_start(struct proc *p, double timeout)
     struct ev_loop *loop = p->t->loop;
     /* First, before the loop runs again: no exit status may be missed. */
     reaper_watch(loop, &p->rw, p->pid, on_exit_status, p);
-    ev_io_init(&p->report_w, on_report, proc_clone_fd(p->clone), EV_READ);
+    ev_io_init(&p->report_w, on_report, spawn_report_fd(p->report), EV_READ);
     p->report_w.data = p;
-    if (proc_clone_fd(p->clone) >= 0) ev_io_start(loop, &p->report_w);
+    if (spawn_report_fd(p->report) >= 0) ev_io_start(loop, &p->report_w);
     else report_in(p); /* complete at once (a child that was waited for) */
     for (int i = 0; i < PROC_CHANS; i++) {
         struct proc_chan_io *c = &p->ch[i];
@@ -320,7 +322,7 @@ void proc_io_start(struct proc *p, double timeout)
 static void finish(struct proc *p)
 {
     struct ev_loop *loop = p->t->loop;
-    if (p->exec_errno) proc_status_from_exec_error(p->argv[0], p->exec_errno, &p->end);
+    if (p->exec_errno) proc_status_from_exec_error(p->cwd_failed ? NULL : p->argv[0], p->exec_errno, &p->end);
     else proc_status_from_wait(p->status, &p->end);
     if (!p->exec_errno && proc_group_oom_killed(p->g, p->status)) proc_status_oom(&p->end);
     p->ended = 1;
@@ -341,9 +343,9 @@ void proc_io_release(struct proc *p)
 {
     struct ev_loop *loop = p->t->loop;
     if (!p->leader_exited && p->pid > 0) reaper_unwatch(loop, &p->rw);
-    if (p->clone) ev_io_stop(loop, &p->report_w);
-    proc_clone_free(p->clone);
-    p->clone = NULL;
+    if (p->report) ev_io_stop(loop, &p->report_w);
+    spawn_report_free(p->report);
+    p->report = NULL;
     ev_timer_stop(loop, &p->drain);
     ev_timer_stop(loop, &p->deadline);
     proc_pace_release(p);

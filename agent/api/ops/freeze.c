@@ -29,7 +29,7 @@ static struct {
     double t0, swept, budget; /* io_now: the start, the sweep's end; seconds */
 } F;
 
-static const struct cgroup_base none;
+static const struct cgroup_base none = {.fd = -1};
 
 int ops_freeze_lock(void)
 {

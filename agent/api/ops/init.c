@@ -97,15 +97,12 @@ void ops_init_respond(struct conn *c)
 {
     const struct buf *body = httpreq_body(conn_req(c));
     struct ops_initreq r;
-    const char *why = NULL;
     char err[ERR_LEN];
     enum rpc_code code = RPC_INVALID_ARGUMENT;
     int changed = 0;
-    int rc = ops_initreq_decode(body ? body->data : "", body ? body->len : 0, &r, &why);
+    int rc = ops_initreq_decode(body ? body->data : "", body ? body->len : 0, &r, err);
     wipe_body(c);
-    if (rc < 0) {
-        err_set(err, "%s", why);
-    } else {
+    if (rc == 0) {
         note_unsupported(r.unsupported);
         rc = check(&r, &code, err) < 0 ? -1 : apply(&r, &code, err, &changed);
     }
