@@ -262,7 +262,7 @@ $(B)/bench/fwd: tests/bench/fwd.c $(B)/musl/deps/libev/ev.o
 # HTTP/1.1, Connect envelopes, base64) and their anchors (tests/bench/floor.c:
 # fork/exec/wait, loopback TCP, a pipe, a fast writer; tests/bench/ipcfloor.c:
 # the minimal Start server, the IPC floor): libc only, static, -O2.
-BENCH_TOOLS := $(B)/bench/hclient $(B)/bench/floor $(B)/bench/ipcfloor
+BENCH_TOOLS := $(B)/bench/hclient $(B)/bench/floor $(B)/bench/ipcfloor $(B)/bench/freezefloor
 BENCH_CFLAGS := -std=c11 -O2 $(WARN) -static
 $(B)/bench/hclient: tests/bench/hclient.c tests/bench/hwire.c tests/bench/hwire.h | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
@@ -271,6 +271,9 @@ $(B)/bench/floor: tests/bench/floor.c | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) $(BENCH_CFLAGS) -o $@ $<
 $(B)/bench/ipcfloor: tests/bench/ipcfloor.c | $(B)/.pkgs-build
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(BENCH_CFLAGS) -o $@ $<
+$(B)/bench/freezefloor: tests/bench/freezefloor.c | $(B)/.pkgs-build
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) $(BENCH_CFLAGS) -o $@ $<
 bench-tools: $(BENCH_TOOLS)

@@ -5,12 +5,15 @@
 #include "agent/api/process/process.h"
 #include "agent/api/asuser/asuser.h"
 #include "agent/api/asuser/defaults.h"
+#include "agent/api/ops/freeze.h"
+#include "agent/api/ops/fsfreeze.h"
 #include "agent/api/ops/metrics.h"
 #include "agent/api/ops/token.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
 #include "agent/core/num.h"
+#include "agent/core/pause.h"
 #include "agent/core/pid1.h"
 #include "agent/core/protocol.h"
 
@@ -238,9 +241,12 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
     process_init(a->t);
     asuser_default(a->cfg.user);
     ops_metrics_start(a->cfg.disk);
+    ops_freeze_start(proc_table_cgroups(a->t));
+    ops_fsfreeze_start(a->cfg.disk);
     routes_app(&app);
     server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout,
                  a->cfg.first_head, &app);
+    pause_start(loop);
     a->started = 1;
     log_info("api: listening on %s", a->cfg.listen);
     if (a->cfg.fwd.on && !(a->fwd = forward_start(loop, &a->cfg.fwd, why)))
@@ -253,6 +259,7 @@ void api_free(struct api *a)
     if (!a->started) return;
     ev_timer_stop(a->loop, &a->step_w);
     ev_timer_stop(a->loop, &a->bound_w);
+    pause_stop(a->loop);
     server_close_listener(&a->srv);
     forward_free(a->fwd);
     a->fwd = NULL;
@@ -262,6 +269,8 @@ void api_free(struct api *a)
     asuser_defaults_clear();
     ops_token_free();
     ops_metrics_stop();
+    ops_freeze_stop();
+    ops_fsfreeze_stop();
     proc_table_free(a->t);
     a->t = NULL;
     a->started = 0;

@@ -33,6 +33,9 @@
 #include "agent/api/rest/files.h"
 #include "agent/api/filesystem/filesystem.h"
 #include "agent/api/http/sign.h"
+#include "agent/api/ops/collapse.h"
+#include "agent/api/ops/freeze.h"
+#include "agent/api/ops/fsfreeze.h"
 #include "agent/api/ops/init.h"
 #include "agent/api/ops/metrics.h"
 #include "agent/api/ops/token.h"
@@ -73,11 +76,19 @@ static void envs(struct conn *c)
     buf_free(&b);
 }
 
+static void fsfreeze(struct conn *c) { ops_fsfreeze_respond(c, 1); }
+static void fsthaw(struct conn *c) { ops_fsfreeze_respond(c, 0); }
+
 static const struct route routes[] = {
     REST(ROUTE_HEALTH, ROUTES_GET, ROUTES_OPEN, 0, NULL, health),
     REST(ROUTE_ENVS, ROUTES_GET, ROUTES_TOKEN, 0, NULL, envs),
     REST(ROUTE_METRICS, ROUTES_GET, ROUTES_TOKEN, 0, NULL, ops_metrics_respond),
     REST(ROUTE_INIT, ROUTES_POST, ROUTES_INIT, 0, NULL, ops_init_respond),
+    REST(ROUTE_FREEZE, ROUTES_POST, ROUTES_TOKEN, 0, NULL, ops_freeze_respond),
+    REST(ROUTE_UNFREEZE, ROUTES_POST, ROUTES_TOKEN, 0, NULL, ops_freeze_thaw_respond),
+    REST(ROUTE_FSFREEZE, ROUTES_POST, ROUTES_TOKEN, 0, NULL, fsfreeze),
+    REST(ROUTE_FSTHAW, ROUTES_POST, ROUTES_TOKEN, 0, NULL, fsthaw),
+    REST(ROUTE_COLLAPSE, ROUTES_POST, ROUTES_TOKEN, 0, NULL, ops_collapse_respond),
     REST(ROUTE_FILES, ROUTES_GET | ROUTES_POST, ROUTES_SIGNED, 1, rest_files_on_head, rest_files_on_request),
     REST(ROUTE_FILES_COMPOSE, ROUTES_POST, ROUTES_TOKEN, 1, rest_compose_on_head, rest_compose_on_request),
     RPC("/process.Process/Start", RPC_KIND_STREAM, process_stream_start),

@@ -79,6 +79,13 @@
  * /init sets one; DISK_PATH picks the filesystem /metrics reports. */
 #define ROUTE_METRICS "/metrics"
 #define ROUTE_INIT "/init"
+/* The pause family (README "Orchestrator routes": pauses): the workload's
+ * cgroups, the filesystem of DISK_PATH, the agent's own memory. */
+#define ROUTE_FREEZE "/freeze"
+#define ROUTE_UNFREEZE "/unfreeze"
+#define ROUTE_FSFREEZE "/fsfreeze"
+#define ROUTE_FSTHAW "/fsthaw"
+#define ROUTE_COLLAPSE "/collapse"
 #define ENV_AWAIT_TOKEN "SANDBOX_AGENT_AWAIT_TOKEN"
 #define ENV_DISK_PATH "SANDBOX_AGENT_DISK_PATH"
 /* serve's file transfer (README "sandbox-agent serve", the filesystem API):

@@ -13,6 +13,7 @@
 #include "agent/proc/proc_priv.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
+#include "agent/core/pause.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -142,7 +143,7 @@ static void on_drain_over(struct ev_loop *loop, ev_timer *w, int revents)
      * for at most the stall time after the exit (a background child that
      * writes on must not keep the end away from a reader that reads on). */
     for (int i = 0; i < PROC_CHANS; i++)
-        if (p->ch[i].held && ev_now(loop) - p->exited_at < p->t->o.stall) {
+        if (p->ch[i].held && pause_now() - p->exited_at < p->t->o.stall) {
             ev_timer_set(&p->drain, PROC_DRAIN_SECONDS, 0.);
             ev_timer_start(loop, &p->drain);
             return;
@@ -185,7 +186,7 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
     size_t got = 0;
     report_in(p); /* complete once the child is gone */
     p->leader_exited = 1;
-    p->exited_at = ev_now(loop);
+    p->exited_at = pause_now();
     p->status = status;
     ev_timer_stop(loop, &p->deadline);
     proc_group_leader_exited(p->g); /* its background children run on */

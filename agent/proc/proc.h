@@ -144,6 +144,9 @@ struct proc *proc_by_tag(struct proc_table *t, const char *tag);
 struct proc *proc_first(struct proc_table *t);
 struct proc *proc_next(struct proc *p);
 size_t proc_table_running(const struct proc_table *t);
+/* The processes' cgroups (kind CGROUP_NONE: none): what POST /freeze's
+ * legacy sweep freezes. */
+const struct cgroup_base *proc_table_cgroups(const struct proc_table *t);
 
 pid_t proc_pid(const struct proc *p);
 const char *proc_tag(const struct proc *p);          /* NULL: none */

@@ -6,6 +6,7 @@
 #include "agent/api/asuser/asuser.h"
 #include "agent/api/asuser/defaults.h"
 #include "agent/api/connect/rpc.h"
+#include "agent/api/ops/freeze.h"
 #include "agent/api/ops/initreq.h"
 #include "agent/api/ops/token.h"
 #include "agent/core/err.h"
@@ -115,5 +116,6 @@ void ops_init_respond(struct conn *c)
         conn_trust_revoke(c);
         conn_trust(c);
     }
+    ops_freeze_resume(); /* a resume: what /freeze froze runs again */
     conn_respond(c, 204, NULL, "Cache-Control: no-store\r\n", "", 0);
 }
