@@ -172,7 +172,7 @@ deps: $(DEPS)/.stamp
 # ---- the static binary ----------------------------------------------------
 # BearSSL: all of it in one archive per variant (deps/bearssl.mk), from which
 # the linker takes only what is reached. Its entropy comes from getrandom(2),
-# injected by agent/core/tls.c, not from an open of /dev/urandom.
+# injected by runner/run/tls.c, not from an open of /dev/urandom.
 # The sanitizer builds read words a byte at a time (no unaligned loads for
 # UBSan to stop on).
 BEARSSL_DEFS := -DBR_USE_URANDOM=0
