@@ -105,6 +105,19 @@ def test_connect_reattaches(serve):
     assert r["firstAfterDisconnect"] == "first\n"
 
 
+def test_stream_and_reconnect_across_a_freeze(serve):
+    """README "Pauses": the orchestrator's /freeze and /unfreeze around a
+    user's program: a stream held across the pause goes on with every line
+    in order and no end; one dropped during it is reattached by pid and
+    counts on live."""
+    r = sdk(serve, "pause.mjs", "stream_and_reconnect")
+    assert (r["freezeStatus"], r["unfreezeStatus"]) in ((200, 200), (200, 204)), r
+    assert r["frozenCount"] >= 2 and r["listedWhileFrozen"] == 2, r
+    assert r["keptFrom0"] and r["keptConsecutive"] and r["keptPastFreeze"], r
+    assert r["reattachedAfterDrop"] and r["reattachedConsecutive"], r
+    assert r["endedByKill"] == ["CommandExitError", "CommandExitError"], r
+
+
 def test_connect_unknown_pid(serve):
     r = sdk(serve, "commands.mjs", "connect_unknown")
     assert r is not None and r["name"] == "NotFoundError", r
