@@ -14,6 +14,7 @@ stalls the next ones). The test user is made once (useradd) and its home is
 emptied at every session; the SDK and the scripts are copied where that user
 can read them (a checkout under /root is root's only).
 """
+import contextlib
 import http.client
 import json
 import os
@@ -137,19 +138,25 @@ def sdk_dir():
 
 
 class Serve:
-    """One `sandbox-agent serve` on 127.0.0.1:PORT; stderr to a file."""
+    """One `sandbox-agent serve` on 127.0.0.1:PORT; stderr to a file. In
+    another network namespace: wrap is the argv prefix that runs it there,
+    listen the address it listens on, host the one clients reach it at, and
+    inside() the context in which the test's own sockets reach it."""
 
-    def __init__(self, client, tmp_path, pid1, **env):
+    def __init__(self, client, tmp_path, pid1, wrap=(), listen="127.0.0.1", host="127.0.0.1",
+                 inside=contextlib.nullcontext, **env):
         self.client = client
         self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.host = host
+        self.inside = inside
+        self.url = "http://%s:%d" % (host, self.port)
         self.pid1 = pid1
         self.token = env.get("SANDBOX_AGENT_TOKEN")
         self.errpath = str(tmp_path / ("agent-%d.err" % self.port))
         self.errf = open(self.errpath, "wb")
-        argv = (UNSHARE if pid1 else []) + [AGENT, "serve"]
+        argv = list(wrap) + (UNSHARE if pid1 else []) + [AGENT, "serve"]
         env.setdefault("SANDBOX_AGENT_USER", USER)
-        self.proc = subprocess.Popen(argv, env=clean_env(SANDBOX_AGENT_LISTEN="127.0.0.1:%d" % self.port, **env),
+        self.proc = subprocess.Popen(argv, env=clean_env(SANDBOX_AGENT_LISTEN="%s:%d" % (listen, self.port), **env),
                                      stdin=subprocess.DEVNULL, stdout=self.errf, stderr=self.errf)
         self.stopped = None
         self.wait_ready()
@@ -159,7 +166,9 @@ class Serve:
             return f.read().decode(errors="replace")
 
     def health(self):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        with self.inside():
+            c = http.client.HTTPConnection(self.host, self.port, timeout=5)
+            c.connect()
         try:
             c.request("GET", "/health", headers={"X-Access-Token": self.token} if self.token else {})
             return c.getresponse().status
@@ -180,7 +189,7 @@ class Serve:
         pytest.fail("agent did not answer /health within %d s: %s" % (deadline, self.stderr()))
 
     def agent_pid(self):
-        if not self.pid1:
+        if not self.pid1:  # ip netns exec execs: its pid is the agent's
             return self.proc.pid
         kids = children(self.proc.pid)
         return kids[0] if kids else self.proc.pid
@@ -241,19 +250,24 @@ def work(sdk_dir):
     shutil.rmtree(d, ignore_errors=True)
 
 
-def sdk(agent, script, scenario, work="/tmp", arg=None, token=None, expect_ok=True):
+def sdk(agent, script, scenario, work="/tmp", arg=None, token=None, expect_ok=True, wrap=()):
     """Run one scenario as the test user; its `result` (or, with
-    expect_ok=False, the whole answer)."""
+    expect_ok=False, the whole answer). wrap: an argv prefix node runs
+    under (as root, e.g. `ip netns exec NS`), the user then taken by setpriv."""
     client = agent.client
     env = clean_env(E2B_SANDBOX_URL=agent.url, SANDBOX_AGENT_SDK_DIR=os.path.join(client.stage, "sdk"),
                     SANDBOX_AGENT_SDK_WORK=work, SANDBOX_AGENT_SDK_TOKEN=token,
                     SANDBOX_AGENT_SDK_USER=USER, SANDBOX_AGENT_SDK_USER_HOME=USER_HOME,
                     SANDBOX_AGENT_SDK_TIMEOUT_MS=str(SCENARIO_MS), HOME=client.home, USER=USER, LOGNAME=USER)
     argv = ["node", os.path.join(client.stage, script), scenario] + ([arg] if arg else [])
+    ids = dict(user=client.pw.pw_uid, group=client.pw.pw_gid, extra_groups=[])
+    if wrap:
+        argv = list(wrap) + ["setpriv", "--reuid=%d" % client.pw.pw_uid, "--regid=%d" % client.pw.pw_gid,
+                             "--clear-groups"] + argv
+        ids = {}
     try:
         p = subprocess.run(argv, env=env, cwd=client.stage, stdin=subprocess.DEVNULL, capture_output=True,
-                           timeout=NODE_TIMEOUT, user=client.pw.pw_uid, group=client.pw.pw_gid,
-                           extra_groups=[])
+                           timeout=NODE_TIMEOUT, **ids)
     except subprocess.TimeoutExpired:
         pytest.fail("node %s %s hung past %d s; agent stderr:\n%s"
                     % (script, scenario, NODE_TIMEOUT, agent.stderr()[-3000:]))
