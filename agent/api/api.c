@@ -7,6 +7,7 @@
 #include "agent/api/asuser/defaults.h"
 #include "agent/api/ops/metrics.h"
 #include "agent/api/ops/token.h"
+#include "agent/core/budget.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
@@ -105,6 +106,27 @@ static int read_seconds(const char *name, double dflt, double *out, char *err)
     return 0;
 }
 
+/* SANDBOX_AGENT_MEMORY_BUDGET: bytes (0: none), else the default for the
+ * memory the agent has (core/budget.h). The finished processes kept hold
+ * a quarter of it at most unless SANDBOX_AGENT_KEEP_FINISHED_BYTES says. */
+static int read_budget(struct api_config *cfg, char *err)
+{
+    const char *v = getenv(ENV_MEMORY_BUDGET), *k = getenv(ENV_KEEP_FINISHED_BYTES);
+    uint64_t n;
+    cfg->budget = budget_default_for(budget_memory_total());
+    if (v && *v) {
+        if (num_count(v, BUDGET_MAX, &n) < 0 || (n && n < BUDGET_LEAST)) {
+            err_set(err, ENV_MEMORY_BUDGET " must be 0 or a byte count from %llu to %llu, not '%.40s'",
+                    (unsigned long long)BUDGET_LEAST, (unsigned long long)BUDGET_MAX, v);
+            return -1;
+        }
+        cfg->budget = (size_t)n;
+    }
+    if (cfg->budget && !(k && *k) && cfg->procs.keep_bytes > cfg->budget / 4)
+        cfg->procs.keep_bytes = cfg->budget / 4;
+    return 0;
+}
+
 int api_config_read(struct api_config *cfg, const char *token, char *err)
 {
     uint64_t n;
@@ -118,7 +140,9 @@ int api_config_read(struct api_config *cfg, const char *token, char *err)
     if (read_seconds(ENV_HTTP_TIMEOUT, DEFAULT_HTTP_TIMEOUT, &cfg->timeout, err) < 0 ||
         read_seconds(ENV_FIRST_HEAD, DEFAULT_FIRST_HEAD, &cfg->first_head, err) < 0)
         return -1;
-    if (proc_table_opts_env(&cfg->procs, err) < 0 || pid1_config_read(&pc, err) < 0) return -1;
+    if (proc_table_opts_env(&cfg->procs, err) < 0 || pid1_config_read(&pc, err) < 0 ||
+        read_budget(cfg, err) < 0)
+        return -1;
     cfg->procs.grace = pc.grace;
     return read_user(cfg, err);
 }
@@ -228,6 +252,9 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
     routes_app(&app);
     server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout,
                  a->cfg.first_head, &app);
+    budget_set(a->cfg.budget);
+    log_debug("api: memory budget %zu bytes (%zu drawn), finished processes kept up to %zu bytes",
+              budget_limit(), budget_used(), a->cfg.procs.keep_bytes);
     a->started = 1;
     log_info("api: listening on %s", a->cfg.listen);
     return 0;
@@ -248,4 +275,8 @@ void api_free(struct api *a)
     proc_table_free(a->t);
     a->t = NULL;
     a->started = 0;
+    /* Every draw has had its give by now (a helper still running, or a
+     * polling watcher, keeps its own): 0 here in the tests. */
+    log_debug("api: memory budget at the stop: %zu bytes drawn, %zu at most, of %zu", budget_used(),
+              budget_peak(), budget_limit());
 }

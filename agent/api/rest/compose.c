@@ -150,8 +150,9 @@ void rest_compose_on_head(struct conn *c)
     struct httpreq *r = conn_req(c);
     if (httpreq_method(r) != HTTP_POST)
         rest_files_error_extra(c, 405, "only POST", "Allow: POST\r\n");
-    else if (httpreq_body_buffer(r, REST_COMPOSE_BODY_MAX) < 0)
-        rest_files_error(c, 413, "the body is larger than 2 MiB");
+    else if (httpreq_body_buffer(r, REST_COMPOSE_BODY_MAX) < 0) /* 413, or 429: the memory budget */
+        rest_files_error(c, httpreq_status(r),
+                         httpreq_status(r) == 413 ? "the body is larger than 2 MiB" : httpreq_why(r));
 }
 
 void rest_compose_on_request(struct conn *c)

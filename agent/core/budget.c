@@ -1,0 +1,82 @@
+/*
+ * budget.c - the process's memory budget (see budget.h).
+ */
+#include "agent/core/budget.h"
+#include "agent/core/memcg.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <sys/sysinfo.h>
+
+static size_t limit, used, peak;
+
+void budget_set(size_t n)
+{
+    limit = n;
+    peak = used;
+}
+
+size_t budget_limit(void) { return limit; }
+size_t budget_used(void) { return used; }
+size_t budget_peak(void) { return peak; }
+int budget_spent(void) { return limit && used >= limit; }
+
+void budget_force(size_t n)
+{
+    used += n;
+    if (used > peak) peak = used;
+}
+
+int budget_take(size_t n)
+{
+    if (limit && (n > limit || used > limit - n)) return -1;
+    budget_force(n);
+    return 0;
+}
+
+void budget_give(size_t n)
+{
+    /* More given back than drawn is a caller's bug: the sanitizer build
+     * (the tests') stops on it; the shipped one never wraps around. */
+#ifdef __SANITIZE_ADDRESS__
+    assert(n <= used);
+#endif
+    used = n > used ? 0 : used - n;
+}
+
+size_t budget_default_for(uint64_t total)
+{
+    if (total == 0) return (size_t)BUDGET_UNKNOWN_DEFAULT;
+    uint64_t q = total / 4;
+    if (q < BUDGET_MIN) q = BUDGET_MIN;
+    if (q > BUDGET_MAX_DEFAULT) q = BUDGET_MAX_DEFAULT;
+    return (size_t)q;
+}
+
+/* The memory cgroup's limit: memory.max (v2; "max" is none), v1's
+ * hierarchical_memory_limit (the least of the group's and its ancestors').
+ * 0 when there is none. */
+static uint64_t memcg_limit(void)
+{
+    const struct memcg *m = memcg_self();
+    unsigned long long v = 0;
+    char text[64];
+    if (m->kind == MEMCG_V2) {
+        if (memcg_read(m->dir, "memory.max", text, sizeof text) <= 0) return 0;
+        char *end;
+        v = strtoull(text, &end, 10);
+        return end != text ? v : 0;
+    }
+    if (m->kind == MEMCG_V1 && memcg_file_key(m->dir, "memory.stat", "hierarchical_memory_limit", &v) == 0)
+        return v;
+    return 0;
+}
+
+uint64_t budget_memory_total(void)
+{
+    struct sysinfo si;
+    uint64_t ram = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
+    uint64_t cg = memcg_limit();
+    if (cg && (!ram || cg < ram)) return cg;
+    return ram;
+}
