@@ -30,8 +30,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 15
 
 BUILD_PKGS  := musl-tools bzip2 xz-utils
-TEST_PKGS   := gcc libcmocka-dev python3-pytest python3-pytest-timeout clang libclang-rt-14-dev util-linux libcap2-bin openssl
-BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time nginx openssh-server openssh-client strace
+TEST_PKGS   := gcc libcmocka-dev python3-pytest python3-pytest-timeout clang libclang-rt-14-dev util-linux libcap2-bin openssl iproute2
+BENCH_PKGS  := hyperfine tini dumb-init catatonit inotify-tools valgrind time nginx openssh-server openssh-client strace socat
 CONTAINER_PKGS := podman runc debootstrap busybox-static catatonit iptables
 
 # libev is configured here rather than by its configure script: the same

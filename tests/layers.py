@@ -2,7 +2,8 @@
 """Check that #include lines run one way: agent/main.c -> modes -> services -> core.
 
   core      agent/core/        includes only the core
-  service   agent/files/, inotify/tree/, agent/proc/, and the API's layers
+  service   agent/files/, inotify/tree/, agent/proc/, agent/forward/ (the
+                               port forwarder), and the API's layers
                                the core, its own folder and the services its
                                SERVICE_USES entry names (what several modes
                                use beyond the core: file operations, the watched
@@ -12,7 +13,8 @@
             filesystem's entries and watches), ops (the orchestrator's
             routes: /metrics, /init, the token) <- agent/api (configuration,
             start, stop, the routes); asuser (who a request acts as, and
-            the defaults /init sets) beside them, used by the services.
+            the defaults /init sets) beside them, used by the services. The
+            port forwarder uses the core only; agent/api starts and stops it.
   mode      one folder each    the core, the services and its own folder, never
                                another mode
   dispatch  agent/main.c       the modes' entry headers and the core
@@ -30,7 +32,9 @@ API = "agent/api"
 HTTP, CONNECT, ASUSER = API + "/http", API + "/connect", API + "/asuser"
 PROCESS, FILESYSTEM, REST = API + "/process", API + "/filesystem", API + "/rest"
 OPS = API + "/ops"
-SERVICES = ["agent/files", "inotify/tree", "agent/proc", HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, OPS, API]
+FORWARD = "agent/forward"
+SERVICES = ["agent/files", "inotify/tree", "agent/proc", FORWARD, HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST,
+            OPS, API]
 # A service may use another only along these edges (no cycles): the API's
 # layers one way, and the services the API speaks for (the process table,
 # the file operations, the watched tree).
@@ -40,7 +44,7 @@ SERVICE_USES = {
     FILESYSTEM: [CONNECT, HTTP, ASUSER, "agent/files", "inotify/tree"],
     REST: [HTTP, CONNECT, ASUSER, FILESYSTEM, "agent/files"],
     OPS: [HTTP, CONNECT, ASUSER],
-    API: [HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, OPS, "agent/proc"],
+    API: [HTTP, CONNECT, ASUSER, PROCESS, FILESYSTEM, REST, OPS, "agent/proc", FORWARD],
 }
 MODES = ["agent/fs", "agent/mcp", "agent/session", "agent/serve", "runner/run", "runner/exec",
          "inotify/watch"]
@@ -99,7 +103,8 @@ def self_test():
              ("agent/api/a.c", "agent/proc/p.h", True), ("agent/proc/p.c", "agent/api/a.h", False),
              ("agent/api/http/c.c", "agent/api/connect/r.h", False), ("agent/api/connect/r.c", "agent/api/http/c.h", True),
              ("agent/api/filesystem/f.c", "agent/api/rest/u.h", False), ("agent/api/rest/u.c", "agent/api/filesystem/w.h", True),
-             ("agent/api/process/p.c", "agent/files/f.h", False)]
+             ("agent/api/process/p.c", "agent/files/f.h", False),
+             ("agent/api/a.c", "agent/forward/forward.h", True), ("agent/forward/f.c", "agent/api/http/l.h", False)]
     for src, dst, want in cases:
         got = allowed(src, dst)[0]
         if got != want:

@@ -15,6 +15,7 @@
 #include "agent/core/pid1.h"
 #include "agent/core/protocol.h"
 
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -127,12 +128,22 @@ static int read_budget(struct api_config *cfg, char *err)
     return 0;
 }
 
+/* The port forwarder's: on by default when the API is served outward; the
+ * API's own port is never forwarded. */
+static int read_forward(struct api_config *cfg, char *err)
+{
+    const struct listen_addr *a = &cfg->addr;
+    unsigned port = a->is_unix ? 0 : ntohs(((const struct sockaddr_in *)(const void *)&a->ss)->sin_port);
+    return forward_config_read(&cfg->fwd, !a->is_unix && !a->loopback, port, err);
+}
+
 int api_config_read(struct api_config *cfg, const char *token, char *err)
 {
     uint64_t n;
     struct pid1_config pc;
     memset(cfg, 0, sizeof *cfg);
-    if (read_await(cfg, err) < 0 || read_listen(cfg, token && *token, err) < 0) return -1;
+    if (read_await(cfg, err) < 0 || read_listen(cfg, token && *token, err) < 0 || read_forward(cfg, err) < 0)
+        return -1;
     const char *disk = getenv(ENV_DISK_PATH);
     cfg->disk = disk && *disk ? disk : NULL;
     if (read_count(ENV_MAX_CONNECTIONS, 1000000, DEFAULT_MAX_CONNECTIONS, &n, err) < 0) return -1;
@@ -204,6 +215,8 @@ void api_stop(struct api *a, api_done_fn done, void *ctx)
         return;
     }
     server_close_listener(&a->srv);
+    forward_free(a->fwd);
+    a->fwd = NULL;
     proc_table_shutdown(a->t, a->cfg.procs.grace);
     if (proc_table_running(a->t) == 0) {
         step_soon(a);
@@ -257,6 +270,8 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
               budget_limit(), budget_used(), a->cfg.procs.keep_bytes);
     a->started = 1;
     log_info("api: listening on %s", a->cfg.listen);
+    if (a->cfg.fwd.on && !(a->fwd = forward_start(loop, &a->cfg.fwd, why)))
+        log_warn("api: %s; no port is forwarded", why);
     return 0;
 }
 
@@ -266,6 +281,8 @@ void api_free(struct api *a)
     ev_timer_stop(a->loop, &a->step_w);
     ev_timer_stop(a->loop, &a->bound_w);
     server_close_listener(&a->srv);
+    forward_free(a->fwd);
+    a->fwd = NULL;
     if (a->cfg.addr.is_unix) (void)unlink(a->cfg.addr.path);
     process_init(NULL);
     asuser_default(NULL);

@@ -7,7 +7,8 @@
  * Owns the configuration read from the environment (listen address, token
  * rule and whether to await the token, connection bound, HTTP and
  * first-head timeouts, retention, default user, grace, the disk /metrics
- * reports, the memory budget: core/budget.h),
+ * reports, the memory budget: core/budget.h, and the port forwarder's:
+ * agent/forward),
  * the listening socket, the process table, the server and the stop:
  * stop accepting, SIGTERM every started process group (SIGKILL after the
  * grace), and once every process has ended, end every open stream with its
@@ -29,6 +30,7 @@
 #include "agent/api/http/listen.h"
 #include "agent/api/routes.h"
 #include "agent/api/http/server.h"
+#include "agent/forward/forward.h"
 #include "agent/proc/proc.h"
 
 #include <ev.h>
@@ -44,6 +46,7 @@ struct api_config {
     const char *disk;             /* SANDBOX_AGENT_DISK_PATH, or NULL: "/" (GET /metrics) */
     struct proc_table_opts procs; /* retention, grace */
     size_t budget;                /* SANDBOX_AGENT_MEMORY_BUDGET (0: none) */
+    struct forward_config fwd;    /* the port forwarder (README "Port forwarding") */
 };
 
 typedef void (*api_done_fn)(void *ctx);
@@ -53,6 +56,7 @@ struct api {
     struct api_config cfg;
     struct server srv;
     struct proc_table *t;
+    struct forward *fwd;          /* NULL when not forwarding */
     int started, stopping, done;
     ev_timer step_w;              /* the stop's next step, from the loop */
     ev_timer bound_w;             /* the processes' end waited for at most this long */

@@ -1,26 +1,35 @@
 /*
- * cgroup.c - finding a hierarchy, making, listing, freezing, killing and
- * removing groups (see cgroup.h).
+ * cgroup.c - finding a hierarchy, the agent's directory (named, locked,
+ * and what earlier agents left reclaimed), making, freezing and killing
+ * groups (see cgroup.h).
  */
 #include "agent/core/cgroup.h"
 #include "agent/core/buf.h"
+#include "agent/core/cgtree.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
+#include "agent/core/log.h"
 #include "agent/core/protocol.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* /proc/self/cgroup is a few lines; mountinfo of a busy host a few hundred. */
 #define SELF_MAX (64u << 10)
 #define MOUNTINFO_MAX (4u << 20)
-/* Directory levels cgroup_remove descends (a nested agent's groups). */
-#define REMOVE_DEPTH 8
+/* Names tried for the agent's directory (only another agent's, running,
+ * can hold one: see make_base). */
+#define NAME_TRIES 1000
+/* Entries of the agent's own group looked at for what earlier agents left
+ * (the groups removed and the time are one walk's bounds for all of them). */
+#define RECLAIM_SCAN 65536
 
 int cgroup_want_parse(const char *v, enum cgroup_want *w)
 {
@@ -218,18 +227,108 @@ int cgroup_self_dir(const char *controller, char *dir, char *mnt, char *why)
     return rc;
 }
 
-/* Make a directory of the agent's own under dir. */
+/* ---- the agent's directory: its name, its lock, what earlier agents left ---- */
+
+/* The pid, and the start time (0: none), a name of an agent's directory
+ * carries: SA_NAME-PID-START[.N] (this agent's scheme), or SA_NAME-PID[.N]
+ * (agents before it). Returns 0, or -1 when name is no such name. */
+static int parse_name(const char *name, long *pid, unsigned long long *start)
+{
+    const char *p = name + sizeof SA_NAME;
+    char *e;
+    if (strncmp(name, SA_NAME "-", sizeof SA_NAME) || *p < '1' || *p > '9') return -1;
+    errno = 0;
+    *pid = strtol(p, &e, 10);
+    *start = 0;
+    if (*e == '-' && e[1] >= '0' && e[1] <= '9') *start = strtoull(e + 1, &e, 10);
+    if (*e == '.' && e[1] >= '1' && e[1] <= '9') strtoul(e + 1, &e, 10);
+    return *e || errno ? -1 : 0;
+}
+
+/* 1 when the agent that made a directory named after pid and start may
+ * still run: pid is a live process here, started then (any time, for a name
+ * without the start: an agent before this one, which held no lock, in this
+ * PID namespace or, with our own pid, in another's). */
+static int maybe_running(long pid, unsigned long long start)
+{
+    char state;
+    unsigned long long st;
+    if (!start && pid == (long)getpid()) return 1;
+    if (descendants_stat((pid_t)pid, &state, &st) < 0 || state == 'Z') return 0;
+    return !start || st == start;
+}
+
+/* Open and lock dir/name. Returns the fd, or -1 when another process
+ * holds the lock (a running agent, or one reclaiming it) or it is gone. */
+static int lock_dir(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Remove the empty groups of the directories earlier agents left in dir
+ * (theirs by name, unlocked, their maker gone), bottom-up, within one
+ * walk's bounds for all of them; groups with members stay, and so do the
+ * directories above them. */
+static void reclaim(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    char path[CGROUP_PATH_MAX + 256];
+    double left = CGTREE_SECONDS;
+    size_t seen = 0, groups = 0, removed = 0;
+    for (struct dirent *e; left > 0 && groups < CGTREE_MAX && seen < RECLAIM_SCAN && (e = readdir(d)); seen++) {
+        long pid;
+        unsigned long long start;
+        if (parse_name(e->d_name, &pid, &start) < 0) continue;
+        int fd = lock_dir(dirfd(d), e->d_name);
+        if (fd < 0) continue;
+        if (!maybe_running(pid, start) && (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path) {
+            struct cgtree w = {.max = CGTREE_MAX - groups, .seconds = left};
+            cgtree_walk(path, CGTREE_REMOVE, NULL, &w);
+            groups += w.groups + 1;
+            removed += w.removed;
+            left -= w.took;
+        }
+        close(fd); /* after the removal: a new agent never takes a name that is still being reclaimed */
+    }
+    closedir(d);
+    if (removed) log_info("cgroup: %zu empty groups that earlier agents left in %s removed", removed, dir);
+}
+
+/* Make the agent's directory under dir, named after its pid and start time
+ * (unique while it runs; ".N" after it should another agent's, in another
+ * PID namespace, have the same), and lock it for as long as the agent runs
+ * (b->fd), after what earlier agents left there is reclaimed. */
 static int make_base(struct cgroup_base *b, const char *dir, char *why)
 {
-    for (int i = 0; i < 100; i++) {
-        int n = i ? snprintf(b->dir, sizeof b->dir, "%s/" SA_NAME "-%d.%d", dir, (int)getpid(), i)
-                  : snprintf(b->dir, sizeof b->dir, "%s/" SA_NAME "-%d", dir, (int)getpid());
+    char state;
+    unsigned long long start = 0;
+    descendants_stat(0, &state, &start);
+    reclaim(dir);
+    for (int i = 0; i < NAME_TRIES; i++) {
+        int n = i ? snprintf(b->dir, sizeof b->dir, "%s/" SA_NAME "-%d-%llu.%d", dir, (int)getpid(), start, i)
+                  : snprintf(b->dir, sizeof b->dir, "%s/" SA_NAME "-%d-%llu", dir, (int)getpid(), start);
         if (n < 0 || (size_t)n >= sizeof b->dir) break;
-        if (mkdir(b->dir, 0755) == 0) return 0;
-        if (errno != EEXIST) {
+        if (mkdir(b->dir, 0755) < 0) {
+            if (errno == EEXIST) continue;
             err_set(why, "cannot make a group in %s: %s", dir, strerror(errno));
             return -1;
         }
+        /* Another agent reclaiming may lock it, or remove it, between the
+         * mkdir and the lock: then it is not ours any more; it goes (by
+         * whichever of us is first), and the next name is tried. */
+        struct stat a, c;
+        b->fd = lock_dir(AT_FDCWD, b->dir);
+        if (b->fd >= 0 && fstat(b->fd, &a) == 0 && stat(b->dir, &c) == 0 && a.st_ino == c.st_ino && a.st_dev == c.st_dev)
+            return 0;
+        if (b->fd >= 0) close(b->fd);
+        else rmdir(b->dir);
+        b->fd = -1;
     }
     err_set(why, "cannot make a group in %s", dir);
     return -1;
@@ -254,6 +353,7 @@ int cgroup_base_open(struct cgroup_base *b, enum cgroup_want w, char *err)
     char why[ERR_LEN] = "";
     int rc = -1;
     memset(b, 0, sizeof *b);
+    b->fd = -1;
     if (w == CGROUP_WANT_OFF) {
         err_set(err, "turned off (" ENV_CGROUPS "=0)");
         return -1;
@@ -281,7 +381,14 @@ int cgroup_base_open(struct cgroup_base *b, enum cgroup_want w, char *err)
 
 void cgroup_base_close(struct cgroup_base *b)
 {
-    if (b->kind != CGROUP_NONE) cgroup_remove(b->dir);
+    struct cgtree w = {0};
+    char why[ERR_LEN];
+    if (b->kind == CGROUP_NONE) return;
+    /* Members left are the process table's to tell (agent/proc/group.c). */
+    if (cgtree_walk(b->dir, CGTREE_REMOVE, NULL, &w) < 0)
+        log_info("cgroup: %s left behind: %s", b->dir, cgtree_why(&w, why, sizeof why));
+    close(b->fd); /* unlocked once removed: what is left, a later agent reclaims */
+    b->fd = -1;
     b->kind = CGROUP_NONE;
 }
 
@@ -309,32 +416,6 @@ int cgroup_make(const struct cgroup_base *b, const char *name, char *path, size_
         errno = e;
     }
     return fd;
-}
-
-static int remove_at(const char *path, int depth)
-{
-    if (rmdir(path) == 0 || errno == ENOENT) return 0;
-    if (errno != EBUSY || depth >= REMOVE_DEPTH) return -1;
-    /* EBUSY: members, or groups below (a nested agent's): those first. */
-    DIR *d = opendir(path);
-    if (!d) return -1;
-    char sub[CGROUP_PATH_MAX];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
-        int n = snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        if (n > 0 && (size_t)n < sizeof sub) remove_at(sub, depth + 1);
-    }
-    closedir(d);
-    return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-int cgroup_remove(const char *path) { return remove_at(path, 0); }
-
-int cgroup_members(const char *path, struct pid_list *l)
-{
-    char procs[CGROUP_PATH_MAX + 32];
-    snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
-    return descendants_read(procs, l);
 }
 
 int cgroup_kill(const struct cgroup_base *b, const char *path)

@@ -2,12 +2,14 @@
  * cgroup.h - control groups for what a process starts (README "sandbox-agent
  * serve": what a process started goes with it): finding a hierarchy the
  * agent may make groups in, making a group per process under the agent's
- * own, joining it between fork and exec (spawn.h), listing, freezing,
- * thawing and killing its members, removing it.
+ * own, joining it between fork and exec (spawn.h), freezing, thawing and
+ * killing its members (listing them and removing it, with every group a
+ * member made below it: cgtree.h); the agent's own directory of groups,
+ * and reclaiming those of earlier agents that were killed.
  *
  * Owns the paths and the pseudo-file I/O only: each call is a few reads or
  * writes of local kernel files, never a wait. When to look again and what a
- * signal means is the caller's (agent/proc/proc_group.c). The parsers of
+ * signal means is the caller's (agent/proc/group.c). The parsers of
  * /proc/self/cgroup and /proc/self/mountinfo are pure (no I/O), unit-tested
  * in tests/unit/test_cgroup.c.
  *
@@ -19,8 +21,6 @@
  */
 #ifndef SA_CORE_CGROUP_H
 #define SA_CORE_CGROUP_H
-
-#include "agent/core/descendants.h"
 
 #include <stddef.h>
 
@@ -37,11 +37,17 @@ int cgroup_want_parse(const char *v, enum cgroup_want *w);
 const char *cgroup_kind_name(enum cgroup_kind k);
 
 /* The agent's directory for its processes' groups: made under its own
- * group by cgroup_base_open, removed by cgroup_base_close. */
+ * group by cgroup_base_open, removed by cgroup_base_close. Its name is
+ * SA_NAME-PID-START (the agent's pid and start time, clock ticks since
+ * boot: no other process has both while it runs, and no name is ever
+ * used up), ".N" after it should another agent's in another PID namespace
+ * have the same. The agent holds an exclusive flock(2) on it while it runs;
+ * the kernel drops it when the agent dies, however it dies. */
 struct cgroup_base {
     enum cgroup_kind kind;
     int has_kill;       /* v2's cgroup.kill */
     int has_freeze;     /* v2's cgroup.freeze or v1's freezer.state */
+    int fd;             /* dir, open and locked; -1: none */
     char dir[CGROUP_PATH_MAX];
 };
 
@@ -75,27 +81,34 @@ int cgroup_dir_of(const char *mnt, const char *root, const char *path, char *out
 int cgroup_self_dir(const char *controller, char *dir, char *mnt, char *why);
 
 /* Find a hierarchy as w allows and make b->dir, a new directory named
- * after the agent under its own group. Returns 0, or -1 with err saying
- * why none may be used (b->kind is then CGROUP_NONE). */
+ * after the agent under its own group, locked. First the directories that
+ * earlier agents left there are reclaimed: those named as an agent's
+ * (either scheme), that no one holds locked, whose maker is not running
+ * (an agent before this scheme, which held no lock: its pid is no process
+ * here, and not ours), lose their empty groups bottom-up, themselves too
+ * when empty; within one walk's bounds (cgtree.h) for all of them.
+ * Returns 0, or -1 with err saying why none may be used (b->kind is then
+ * CGROUP_NONE). */
 int cgroup_base_open(struct cgroup_base *b, enum cgroup_want w, char *err);
-/* Remove b->dir (once its groups are gone); b->kind becomes CGROUP_NONE. */
+/* Remove b->dir and whatever is left below it (logged when some stays),
+ * then unlock it; b->kind becomes CGROUP_NONE. */
 void cgroup_base_close(struct cgroup_base *b);
 
 /* Make the group b->dir/name into path (cap bytes) and open its
  * cgroup.procs for writing (close-on-exec): the fd a child writes "0" to
  * join it (spawn_opts.cgroup_fd). Returns the fd, or -1 with err. */
 int cgroup_make(const struct cgroup_base *b, const char *name, char *path, size_t cap, char *err);
-/* rmdir: 0, or -1 with errno (EBUSY while it has members). */
-int cgroup_remove(const char *path);
-/* Append the pids of the group's members (cgroup.procs) to l. Returns how
- * many, or -1 when it cannot be read. */
-int cgroup_members(const char *path, struct pid_list *l);
-/* SIGKILL every member at once (v2's cgroup.kill). Returns 0, or -1 when
- * the kind has no such file: kill the members one by one. */
+/* A group's members and its removal: those of the whole subtree, for a
+ * root workload may make groups inside its own (cgtree.h). */
+/* SIGKILL every member at once, those of the groups below included (v2's
+ * cgroup.kill). Returns 0, or -1 when the kind has no such file: kill the
+ * members one by one. */
 int cgroup_kill(const struct cgroup_base *b, const char *path);
-/* Freeze (on 1) or thaw (on 0). Returns 0, or -1. */
+/* Freeze (on 1) or thaw (on 0), the groups below included (both kinds'
+ * freezers are hierarchical). Returns 0, or -1. */
 int cgroup_freeze(const struct cgroup_base *b, const char *path, int on);
-/* 1 once every member is frozen, 0 while freezing, -1 when it cannot tell. */
+/* 1 once every member is frozen (below too), 0 while freezing, -1 when it
+ * cannot tell. */
 int cgroup_frozen(const struct cgroup_base *b, const char *path);
 
 #endif

@@ -80,24 +80,41 @@ int descendants_parse(const char *text, size_t len, struct pid_list *l)
     return added;
 }
 
-int descendants_read(const char *path, struct pid_list *l)
+int descendants_read_fd(int fd, struct pid_list *l)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
     struct buf b;
     buf_init(&b, CHILDREN_FILE_MAX);
     char chunk[4096];
+    int first = 1;
     for (;;) {
         ssize_t n = read(fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && first) { /* nothing readable (a v2 threaded group's cgroup.procs) */
+            int e = errno;
+            buf_free(&b);
+            errno = e;
+            return -1;
+        }
+        first = 0;
         /* An error (the process died meanwhile) or the bound ends the
          * read; what was read whole still counts. */
         if (n <= 0 || buf_append(&b, chunk, (size_t)n) < 0) break;
     }
-    close(fd);
     int r = descendants_parse(b.data ? b.data : "", b.len, l);
     buf_free(&b);
     return r;
+}
+
+int descendants_read(const char *path, struct pid_list *l)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int r = descendants_read_fd(fd, l);
+    int e = errno;
+    close(fd);
+    errno = e;
+    /* A children file that cannot be read at all: its process is gone. */
+    return r < 0 && e != ENOMEM ? 0 : r;
 }
 
 int descendants_children(pid_t pid, struct pid_list *l)
@@ -119,7 +136,8 @@ int descendants_children(pid_t pid, struct pid_list *l)
 int descendants_stat(pid_t pid, char *state, unsigned long long *start)
 {
     char path[48], text[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (pid) snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    else snprintf(path, sizeof path, "/proc/self/stat");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     ssize_t n = read(fd, text, sizeof text - 1);

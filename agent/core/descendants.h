@@ -32,14 +32,17 @@ int descendants_parse(const char *text, size_t len, struct pid_list *l);
  * number appended, or -1 when the file cannot be opened (gone, no /proc)
  * or memory is short. */
 int descendants_read(const char *path, struct pid_list *l);
+/* The same from an open fd (read to its end, not closed): -1 also when the
+ * first read fails (errno set). */
+int descendants_read_fd(int fd, struct pid_list *l);
 
 /* Append the children of every thread of pid (0: ourselves). Returns 0, or
  * -1 when its task directory cannot be read (it is gone). */
 int descendants_children(pid_t pid, struct pid_list *l);
 
 /* The state letter ('R', 'S', 'Z', ...) and the start time (clock ticks
- * since boot: with the pid, it names one process for good) of pid, from
- * /proc/PID/stat. Returns 0, or -1 when pid is gone. */
+ * since boot: with the pid, it names one process for good) of pid (0:
+ * ourselves), from /proc/PID/stat. Returns 0, or -1 when pid is gone. */
 int descendants_stat(pid_t pid, char *state, unsigned long long *start);
 
 /* SIGKILL every descendant of ours until none is left, reaping as they die

@@ -137,6 +137,15 @@
 #define SERVE_BUDGET_SPENT "the agent's memory budget is spent (" ENV_MEMORY_BUDGET "): try again later"
 /* serve: a Connect's replay (the default user, ENV_USER, is above). */
 #define HEADER_REPLAY_FROM "Sandbox-Agent-Replay-From"
+/* serve: the port forwarder (README "Port forwarding"): on or off (unset:
+ * on when the API listens on an address other than loopback), the outward
+ * addresses (unset: the interfaces'), the connection bound, the poll. */
+#define ENV_FORWARD "SANDBOX_AGENT_FORWARD"
+#define ENV_FORWARD_ADDRS "SANDBOX_AGENT_FORWARD_ADDRS"
+#define ENV_FORWARD_MAX_CONNECTIONS "SANDBOX_AGENT_FORWARD_MAX_CONNECTIONS"
+#define ENV_FORWARD_SECONDS "SANDBOX_AGENT_FORWARD_SECONDS"
+#define DEFAULT_FORWARD_MAX_CONNECTIONS 1024
+#define DEFAULT_FORWARD_SECONDS 1.0
 
 /* Job status words. */
 #define STATUS_SUCCEEDED "succeeded"

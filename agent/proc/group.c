@@ -1,22 +1,29 @@
 /*
- * proc_group.c - signalling and stopping all a process started (see proc_group.h).
+ * group.c - signalling and stopping all a process started (see group.h).
  *
  * A signal goes to the process group first, as before, then to the other
- * members: with a cgroup, SIGKILL through cgroup.kill (all at once, forks
- * included) or, without it, by passes over cgroup.procs until none is
- * left; any other signal with the cgroup frozen (no member can fork while
- * the list is read and signalled; thawed right after), or in one pass over
- * the list where the kind cannot freeze. Without a cgroup, to the leader's
- * descendants (proc_tree.c), walked before the group is signalled so that a
- * leader dying of it cannot take its children's links with it.
+ * members, those of every group a root member made below the process's own
+ * included (agent/core/cgtree.h): with a cgroup, SIGKILL through
+ * cgroup.kill (all at once, forks and groups below included) or, without
+ * it, by passes over the members of the subtree until none is left (v1
+ * freezer groups thawed first: a frozen member holds a SIGKILL); any other
+ * signal with the cgroup frozen (the groups below with it: no member can
+ * fork while the lists are read and signalled; thawed right after), or in
+ * one pass over the lists where the kind cannot freeze. Without a cgroup,
+ * to the leader's descendants (tree.c), walked before the group is
+ * signalled so that a leader dying of it cannot take its children's links
+ * with it.
  *
  * Nothing here waits: a freeze that is not complete at once is looked at
  * again every FREEZE_TICK, for FREEZE_WAIT at most (a member in an
  * uninterruptible sleep; then it is signalled anyway); KILL passes every
- * KILL_TICK for KILL_WAIT; removal of a cgroup with members left is tried
- * again after REMOVE_FIRST, the interval doubling up to REMOVE_MAX.
+ * KILL_TICK for KILL_WAIT; removal of a cgroup and the groups below it
+ * with members left is tried again after REMOVE_FIRST, the interval
+ * doubling up to REMOVE_MAX. Each pass or removal is one walk of the
+ * subtree, within cgtree.h's bounds (4096 groups, 0.25 s).
  */
 #include "agent/proc/proc_priv.h"
+#include "agent/core/cgtree.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/oom.h"
@@ -68,15 +75,35 @@ static int settle(struct proc_group *g)
     return 1;
 }
 
-/* Remove the cgroup if it is empty. Returns 1 when it is gone (or none). */
-static int try_remove(struct proc_group *g)
+/* A walk of the cgroup was cut at its bound: say so, once per group. */
+static void tell_cut(struct proc_group *g, const struct cgtree *t, const char *what)
 {
+    char why[ERR_LEN];
+    if (!t->cut || g->cut_told) return;
+    g->cut_told = 1;
+    log_warn("process %d: its cgroup %s: %s; %s", (int)g->pid, g->cg, cgtree_why(t, why, sizeof why), what);
+}
+
+/* Remove the cgroup, and every group a member made below it, if they are
+ * empty. Returns 1 when it is gone (or none); else why in *t (may be NULL). */
+static int try_remove(struct proc_group *g, struct cgtree *t)
+{
+    struct cgtree own = {0};
+    if (!t) t = &own;
+    memset(t, 0, sizeof *t);
     if (!g->cg) return 1;
-    if (cgroup_remove(g->cg) < 0) return 0;
+    if (cgtree_walk(g->cg, CGTREE_REMOVE, NULL, t) < 0) {
+        tell_cut(g, t, "each walk removes what it reaches");
+        return 0;
+    }
     log_debug("process %d: cgroup %s removed", (int)g->pid, g->cg);
     free(g->cg);
     g->cg = NULL;
+    /* Empty and gone: nothing is left to freeze, signal or kill in it. */
     ev_timer_stop(loop_of(g), &g->remove_w);
+    ev_timer_stop(loop_of(g), &g->freeze_w);
+    ev_timer_stop(loop_of(g), &g->kill_w);
+    g->nsig = 0;
     return 1;
 }
 
@@ -84,22 +111,30 @@ static int try_remove(struct proc_group *g)
 static int all_gone(struct proc_group *g)
 {
     if (g->leader_alive || !stop_group_gone(g->pid)) return 0;
-    return g->cg ? try_remove(g) : proc_tree_gone(&g->tree);
+    return g->cg ? try_remove(g, NULL) : proc_tree_gone(&g->tree);
 }
 
 /* ---- cgroup members ---- */
 
-/* sig to every member of the cgroup outside the leader's group (which had
- * it already while the leader lives). Returns how many were listed. */
+/* sig to every member of the cgroup and of the groups below it (a root
+ * member may make some) outside the leader's group (which had it already
+ * while the leader lives); for SIGKILL on a v1 freezer every group thawed
+ * first (one a member froze would hold it). Returns how many were listed,
+ * 1 at least when the walk was cut short at its bound (more may be left). */
 static size_t members_signal(struct proc_group *g, const int *sigs, int n)
 {
     struct pid_list l = {NULL, 0, 0};
-    cgroup_members(g->cg, &l);
+    struct cgtree t = {0};
+    int thaw = 0;
+    if (!g->cg) return 0;
+    for (int k = 0; k < n; k++) thaw |= sigs[k] == SIGKILL && g->t->cg.kind == CGROUP_V1_FREEZER;
+    cgtree_walk(g->cg, CGTREE_MEMBERS | (thaw ? CGTREE_THAW : 0), &l, &t);
+    tell_cut(g, &t, "members of the groups past it are not signalled");
     for (size_t i = 0; i < l.n; i++) {
         if (g->leader_alive && (l.pid[i] == g->pid || getpgid(l.pid[i]) == g->pid)) continue;
         for (int k = 0; k < n; k++) kill(l.pid[i], sigs[k]);
     }
-    size_t listed = l.n;
+    size_t listed = l.n ? l.n : t.cut != 0;
     descendants_list_free(&l);
     return listed;
 }
@@ -150,10 +185,15 @@ static void freeze_signal(struct proc_group *g, int sig)
 static void on_kill_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct proc_group *g = w->data;
+    struct cgtree t;
+    char why[ERR_LEN];
     int sig = SIGKILL;
-    if (members_signal(g, &sig, 1) && ev_now(loop) - g->since < KILL_WAIT) return;
+    size_t left = members_signal(g, &sig, 1);
+    if (left && ev_now(loop) - g->since < KILL_WAIT) return;
     ev_timer_stop(loop, w);
-    if (!try_remove(g)) log_warn("process %d: members of its cgroup survived %.3g s of SIGKILL", (int)g->pid, KILL_WAIT);
+    if (!try_remove(g, &t)) /* tried again later (remove_w) */
+        log_warn("process %d: its cgroup %s is left after %.3g s of SIGKILL: %s", (int)g->pid, g->cg, KILL_WAIT,
+                 cgtree_why(&t, why, sizeof why));
     settle(g);
 }
 
@@ -216,7 +256,7 @@ void proc_group_stop(struct proc_group *g, int sig, double grace)
 static void on_remove_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct proc_group *g = w->data;
-    if (!try_remove(g)) {
+    if (!try_remove(g, NULL)) {
         w->repeat = w->repeat * 2 > REMOVE_MAX ? REMOVE_MAX : w->repeat * 2;
         ev_timer_again(loop, w);
         return;
@@ -260,7 +300,7 @@ struct proc_group *proc_group_new(struct proc_table *t, int *procs_fd)
         if (*procs_fd >= 0) {
             close(*procs_fd);
             *procs_fd = -1;
-            cgroup_remove(path);
+            rmdir(path); /* just made: empty */
         }
     }
     g->oom_before = oom_kills(oom_dir(g));
@@ -279,7 +319,7 @@ void proc_group_started(struct proc_group *g, pid_t pid, int cgroup_errno)
     if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
     int killing = ev_is_active(&g->kill_w);
     ev_timer_stop(loop_of(g), &g->kill_w);
-    cgroup_remove(g->cg);
+    rmdir(g->cg); /* its child could not join: empty */
     free(g->cg);
     g->cg = NULL;
     g->t->cg_lost = 1;
@@ -297,7 +337,7 @@ void proc_group_leader_exited(struct proc_group *g)
         ev_timer_stop(loop_of(g), &g->grace_w);
         g->armed = 0;
     }
-    if (!try_remove(g) && !ev_is_active(&g->remove_w)) {
+    if (!try_remove(g, NULL) && !ev_is_active(&g->remove_w)) {
         g->remove_w.repeat = REMOVE_FIRST;
         ev_timer_again(loop_of(g), &g->remove_w);
     }
@@ -307,7 +347,7 @@ void proc_group_release(struct proc_group *g)
 {
     if (!g) return;
     g->attached = 0;
-    if (g->pid <= 0) try_remove(g); /* never started: it is empty */
+    if (g->pid <= 0) try_remove(g, NULL); /* never started: it is empty */
     settle(g);
 }
 
@@ -338,16 +378,22 @@ static void remove_all(struct proc_table *t)
     double deadline = mono_now() + PROC_GROUP_FREE_WAIT;
     for (;;) {
         int left = 0, sig = SIGKILL;
+        struct cgtree w, first = {0};
+        const char *first_cg = NULL;
         for (struct proc_group *g = t->groups; g; g = g->next) {
-            if (!g->cg || try_remove(g)) continue;
+            if (!g->cg || try_remove(g, &w)) continue;
+            if (!left++) {
+                first = w;
+                first_cg = g->cg;
+            }
             if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
             if (cgroup_kill(&t->cg, g->cg) < 0) members_signal(g, &sig, 1);
-            left++;
         }
         if (!left) return;
         if (mono_now() >= deadline) {
-            log_warn("proc: %d cgroups still have members after %.3g s of SIGKILL; left behind", left,
-                     PROC_GROUP_FREE_WAIT);
+            char why[ERR_LEN];
+            log_warn("proc: %d cgroups left behind after %.3g s of SIGKILL (%s: %s)", left, PROC_GROUP_FREE_WAIT,
+                     first_cg, cgtree_why(&first, why, sizeof why));
             return;
         }
         struct timespec tick = {0, 5000000};

@@ -1,15 +1,16 @@
 /*
- * proc_group.h - inside the process table (agent/proc only): what one process
+ * group.h - inside the process table (agent/proc only): what one process
  * started, as one thing to signal and stop (README "sandbox-agent serve":
  * what a process started goes with it). That is its process group, plus
  * its cgroup where the table has cgroups (agent/core/cgroup.h), else the
- * descendants of its leader as /proc shows them (proc_tree.c).
+ * descendants of its leader as /proc shows them (tree.c).
  *
- * proc_group.c owns the signals (the group's as before, then every other
+ * group.c owns the signals (the group's as before, then every other
  * member: frozen while signalled, without fork races, where the kind can
  * freeze), the stop (TERM and SIGCONT, KILL after the grace), the KILL
  * passes until a cgroup without cgroup.kill is empty, and the cgroup's
- * removal once empty (tried at the leader's exit, then again with a backoff
+ * removal once empty, with the groups a root member made below it
+ * (tried at the leader's exit, then again with a backoff
  * while members are left: a `server &` runs on), and the OOM-kill count
  * read before the spawn and at the leader's exit, before the removal. A group outlives its
  * record while something is left to do, and everything ends with the table.
@@ -51,10 +52,11 @@ struct proc_group {
     int nsig;
     struct proc_tree tree;
     int sent_kill;              /* the agent sent it SIGKILL (SendSignal, the stop) */
+    int cut_told;               /* a walk of its cgroup was cut short: logged once */
     long long oom_before, oom_after; /* OOM kills counted before the spawn and at the leader's exit */
 };
 
-/* proc_tree.c */
+/* tree.c */
 /* Add the leader's descendants as /proc shows them now (the leader's own
  * children first: before it is signalled, while they are still its). */
 void proc_tree_walk(struct proc_tree *tr, pid_t leader);
@@ -66,7 +68,7 @@ size_t proc_tree_signal(struct proc_tree *tr, pid_t skip, int sig);
 int proc_tree_gone(struct proc_tree *tr);
 void proc_tree_free(struct proc_tree *tr);
 
-/* proc_group.c */
+/* group.c */
 /* A group for a process about to be started, on the table's list; with a
  * cgroup made for it when the table has cgroups (*procs_fd is then the fd
  * its child writes to join, else -1). NULL when out of memory. */

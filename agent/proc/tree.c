@@ -1,6 +1,6 @@
 /*
- * proc_tree.c - a leader's descendants through /proc, for a table without
- * cgroups (see proc_group.h; README "sandbox-agent serve": what a process
+ * tree.c - a leader's descendants through /proc, for a table without
+ * cgroups (see group.h; README "sandbox-agent serve": what a process
  * started goes with it).
  *
  * Each walk reads the children files of the leader and of every process

@@ -51,6 +51,11 @@ static const char serve_usage[] =
     "  " ENV_DISK_PATH "  the filesystem GET /metrics reports (default /)\n"
     "  " ENV_CGROUPS "  1: a cgroup for each process where one may be made (default),\n"
     "      0: none, v2 or v1: that kind only\n"
+    "  " ENV_FORWARD "=1|0  servers listening on 127.0.0.1 or ::1 only are\n"
+    "      reached at the same port on the outward addresses (default 1 when the\n"
+    "      API listens on one, else 0); " ENV_FORWARD_ADDRS " (default: the\n"
+    "      interfaces'), " ENV_FORWARD_MAX_CONNECTIONS " (1024),\n"
+    "      " ENV_FORWARD_SECONDS " (the poll, 1)\n"
     "  " ENV_LOG "  debug | info | warn (default warn)\n"
     "\n"
     "exit status: 0 after SIGTERM, 2 usage or configuration error.\n";

@@ -15,6 +15,19 @@
  *   floor [-t SECS] pipe BYTES     the same through a pipe
  *   floor write BYTES              BYTES zero bytes to stdout in 1 MiB writes
  *                                  (0: until killed): the agent's fast writer
+ *   floor tcpsrv HOST PORT         a TCP server (numeric IPv4 or IPv6 HOST),
+ *                                  a process per connection, until killed:
+ *                                  "s" and 8 bytes of a count get that many
+ *                                  zero bytes (1 MiB writes), "e" an echo of
+ *                                  everything after it; says "ready" once
+ *                                  listening. The port forwarder's rows.
+ *   floor [-t SECS] tcpget HOST PORT BYTES
+ *                                  BYTES from a tcpsrv, read 256 KiB at a time
+ *   floor [-t SECS] tcprtt [-c] HOST PORT N
+ *                                  N one-byte round trips through a tcpsrv's
+ *                                  echo after 100 warm-up ones: median, p90
+ *                                  us; -c: each on a new connection
+ *                                  (connect, the byte there and back, close)
  *
  * Each command but write prints one JSON line. -t bounds the run (default
  * 600 s): past it, exit 124.
@@ -24,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,7 +181,7 @@ static int read_report(int fd, long long bytes, double t0, pid_t writer)
         got += r;
     }
     double dt = now() - t0;
-    waitpid(writer, NULL, 0);
+    if (writer > 0) waitpid(writer, NULL, 0);
     printf("{\"bytes\": %lld, \"seconds\": %.6f, \"mb_s\": %.1f}\n", got, dt, (double)got / dt / 1e6);
     return got == bytes ? 0 : 1;
 }
@@ -213,12 +227,132 @@ static int cmd_pipe(long long bytes)
     return read_report(fds[0], bytes, t0, pid);
 }
 
+/* ---- a TCP server and its clients (the port forwarder's rows) ---- */
+
+static socklen_t addr_of(const char *host, const char *port, struct sockaddr_storage *ss)
+{
+    struct sockaddr_in *s4 = (void *)ss;
+    struct sockaddr_in6 *s6 = (void *)ss;
+    memset(ss, 0, sizeof *ss);
+    if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((unsigned short)atoi(port));
+        return sizeof *s4;
+    }
+    if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1) die("host");
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons((unsigned short)atoi(port));
+    return sizeof *s6;
+}
+
+static int dial(const char *host, const char *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = addr_of(host, port, &ss);
+    int one = 1, s = socket(ss.ss_family, SOCK_STREAM, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&ss, len) < 0) die("connect");
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return s;
+}
+
+static void read_full(int fd, void *p, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, (char *)p + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) _exit(1);
+        got += (size_t)r;
+    }
+}
+
+static void serve_one(int c)
+{
+    static char buf[RBUF];
+    char cmd;
+    read_full(c, &cmd, 1);
+    if (cmd == 's') {
+        long long n;
+        read_full(c, &n, sizeof n);
+        write_all(c, n);
+        _exit(0);
+    }
+    for (;;) {
+        ssize_t r = read(c, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0 || write(c, buf, (size_t)r) != r) _exit(0);
+    }
+}
+
+static int cmd_tcpsrv(const char *host, const char *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = addr_of(host, port, &ss);
+    int one = 1, l = socket(ss.ss_family, SOCK_STREAM, 0);
+    signal(SIGCHLD, SIG_IGN); /* children reaped by the kernel */
+    signal(SIGPIPE, SIG_IGN);
+    if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(l, (struct sockaddr *)&ss, len) < 0 || listen(l, 4096) < 0)
+        die("listen");
+    printf("ready\n");
+    fflush(stdout);
+    for (;;) {
+        int c = accept(l, NULL, NULL);
+        if (c < 0) continue;
+        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(l);
+            serve_one(c);
+        }
+        close(c);
+    }
+    return 0;
+}
+
+static int cmd_tcpget(const char *host, const char *port, long long bytes)
+{
+    char cmd[1 + sizeof bytes] = "s";
+    memcpy(cmd + 1, &bytes, sizeof bytes);
+    double t0 = now();
+    int s = dial(host, port);
+    if (write(s, cmd, sizeof cmd) != (ssize_t)sizeof cmd) die("write");
+    return read_report(s, bytes, t0, 0);
+}
+
+static int cmd_tcprtt(int argc, char **argv)
+{
+    int fresh = argc > 1 && !strcmp(argv[1], "-c");
+    if (argc - fresh != 4 || atoi(argv[3 + fresh]) < 1) return -1;
+    const char *host = argv[1 + fresh], *port = argv[2 + fresh];
+    int n = atoi(argv[3 + fresh]), warm = 100, s = -1;
+    double *t = calloc((size_t)n, sizeof *t);
+    if (!t) die("calloc");
+    for (int i = 0; i < warm + n; i++) {
+        char b = 'x';
+        double t0 = now();
+        if (s < 0) {
+            s = dial(host, port);
+            if (write(s, "e", 1) != 1) die("write");
+        }
+        if (write(s, &b, 1) != 1) die("write");
+        read_full(s, &b, 1);
+        if (fresh) close(s), s = -1;
+        if (i >= warm) t[i - warm] = (now() - t0) * 1e6;
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_d);
+    printf("{\"n\": %d, \"med_us\": %.2f, \"p90_us\": %.2f, \"min_us\": %.2f}\n", n, t[n / 2],
+           t[(int)(0.9 * (n - 1) + 0.5)], t[0]);
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: floor [-t SECS] exec [-w W] [-q] N CMD [ARG...]\n"
                     "       floor [-t SECS] execs PROCS SECS CMD [ARG...]\n"
                     "       floor [-t SECS] tcp BYTES | pipe BYTES\n"
-                    "       floor write BYTES   (0: until killed)\n");
+                    "       floor write BYTES   (0: until killed)\n"
+                    "       floor tcpsrv HOST PORT\n"
+                    "       floor [-t SECS] tcpget HOST PORT BYTES | tcprtt [-c] HOST PORT N\n");
     return 64;
 }
 
@@ -234,6 +368,7 @@ int main(int argc, char **argv)
         write_all(1, atoll(argv[1]));
         return 0;
     }
+    if (!strcmp(cmd, "tcpsrv") && argc == 3) return cmd_tcpsrv(argv[1], argv[2]);
     signal(SIGALRM, on_alarm);
     alarm((unsigned)limit);
     optind = 1;
@@ -244,5 +379,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "execs") && argc >= 4 && atoi(argv[1]) > 0) return cmd_execs(atoi(argv[1]), atof(argv[2]), argv + 3);
     if (!strcmp(cmd, "tcp") && argc == 2) return cmd_tcp(atoll(argv[1]));
     if (!strcmp(cmd, "pipe") && argc == 2) return cmd_pipe(atoll(argv[1]));
+    if (!strcmp(cmd, "tcpget") && argc == 4) return cmd_tcpget(argv[1], argv[2], atoll(argv[3]));
+    if (!strcmp(cmd, "tcprtt")) {
+        int r = cmd_tcprtt(argc, argv);
+        return r < 0 ? usage() : r;
+    }
     return usage();
 }

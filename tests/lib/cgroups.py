@@ -4,7 +4,9 @@ through the agent: whether a root process may make a cgroup under its own
 (v2, or a v1 freezer or pids hierarchy), and where the group a
 /proc/PID/cgroup line names lives as a directory; and cgroups the tests
 make for themselves with a memory limit or a CPU quota (MemoryCgroup,
-CpuCgroup).
+CpuCgroup), or none, for an agent to make its groups in (AgentCgroup).
+Each one's close() kills, by pid, what is left in it and in every group
+below it, and removes them all, the deepest first.
 """
 import os
 import signal
@@ -77,6 +79,15 @@ def why_not(kind):
     return "; ".join(reasons)
 
 
+def mount_of(kind):
+    """(root, mount point) of the first mount of kind's hierarchy ("v2",
+    or a v1 controller), or None."""
+    for fstype, opts, root, mnt in _mounts():
+        if (fstype == "cgroup2") if kind == "v2" else (fstype == "cgroup" and kind in opts):
+            return root, mnt
+    return None
+
+
 def agent_group(cgroup_text):
     """(line, directory) of the agent's group for a process in the text of
     its /proc/PID/cgroup, or None when it is in none of the agent's."""
@@ -94,11 +105,12 @@ class TestCgroup:
     the limit _limit writes. `wrap` is the argv prefix that puts only the
     process it execs (the agent) in it: its children inherit it. `why` says
     why none can be made (skip with it); close() kills what is left in it
-    (bounded) and removes it."""
+    and below it (bounded) and removes it all."""
 
     seq = 0
     CONTROLLER = None
     V2_FILE = None
+    KINDS = None  # the hierarchies tried, in order: ("v2", CONTROLLER) unless set
 
     def __init__(self):
         self.dir, self.kind, self.why = None, None, None
@@ -106,7 +118,7 @@ class TestCgroup:
             self.why = "not root: no cgroup may be made"
             return
         reasons = []
-        for kind in ("v2", self.CONTROLLER):
+        for kind in self.KINDS or ("v2", self.CONTROLLER):
             try:
                 self._make(kind)
                 return
@@ -141,26 +153,53 @@ class TestCgroup:
         """argv before the agent's: sh joins the group (0: itself), then execs it."""
         return ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', os.path.join(self.dir, "cgroup.procs")]
 
-    def members(self):
-        try:
-            with open(os.path.join(self.dir, "cgroup.procs")) as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
+    def groups(self):
+        """Its directory and every group below it, the deepest first."""
+        if not self.dir or not os.path.isdir(self.dir):
             return []
+        return [d for d, _, _ in os.walk(self.dir, topdown=False)]
+
+    def members(self):
+        """The pids of its members and of every group's below it."""
+        pids = []
+        for d in self.groups():
+            try:
+                with open(os.path.join(d, "cgroup.procs")) as f:
+                    pids += [int(x) for x in f.read().split()]
+            except OSError:
+                pass
+        return pids
+
+    def _thaw(self):
+        """Thaw every group a workload froze (a frozen v1 member holds its
+        SIGKILL until then)."""
+        for d in self.groups():
+            for name, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+                try:
+                    self._write_at(d, name, value)
+                except OSError:
+                    pass
+
+    @staticmethod
+    def _write_at(d, name, value):
+        with open(os.path.join(d, name), "w") as f:
+            f.write("%s\n" % value)
 
     def _remove(self):
-        if self.dir and os.path.isdir(self.dir):
+        for d in self.groups():
             try:
-                os.rmdir(self.dir)
+                os.rmdir(d)
             except OSError:
                 pass
 
     def close(self, timeout=10):
-        """Kill what is left in it (only ever the test's own processes),
-        wait until it is empty (bounded), remove it."""
+        """Kill what is left in it and below it (only ever the test's own
+        processes), wait until all is empty (bounded), remove every group,
+        the deepest first."""
         if not self.dir:
             return
         end = time.monotonic() + timeout
+        self._thaw()
         while self.members() and time.monotonic() < end:
             for pid in self.members():
                 try:
@@ -171,6 +210,35 @@ class TestCgroup:
         self._remove()
         assert not os.path.isdir(self.dir), "cgroup %s could not be removed" % self.dir
 
+
+class AgentCgroup(TestCgroup):
+    """A cgroup without limits for an agent to run in (wrap), of kind "v2" or
+    "v1" (a freezer hierarchy, else pids: the one SANDBOX_AGENT_CGROUPS=v1
+    picks first), so that the agent makes its groups where no other agent
+    does, and whatever its processes leave there is the test's to end.
+    `own` is the hierarchy used: "v2", "freezer" or "pids"."""
+
+    V2_FILE = "cgroup.procs"
+
+    def __init__(self, kind):
+        self.CONTROLLER = "agent-" + kind
+        self.KINDS = ("v2",) if kind == "v2" else ("freezer", "pids")
+        super().__init__()
+
+    def _limit(self, kind):
+        pass
+
+    def own_dir_sh(self):
+        """Shell code that sets $d to the directory of the running shell's
+        own group of this hierarchy (as /proc/self/cgroup names it)."""
+        root, mnt = mount_of(self.kind)
+        root = "" if root == "/" else root
+        if self.kind == "v2":
+            sel = '$1 == "0" && $2 == ""'
+        else:
+            sel = 'index("," $2 ",", ",%s,")' % self.kind
+        return ("p=$(awk -F: '%s {print $3}' /proc/self/cgroup); d='%s'\"${p#'%s'}\"; "
+                'test -d "$d" || exit 99; ' % (sel, mnt, root))
 
 class MemoryCgroup(TestCgroup):
     """A memory cgroup of `limit` bytes and no swap."""
