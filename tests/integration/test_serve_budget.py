@@ -170,10 +170,15 @@ def test_many_clients_each_near_its_bound(serve):
 
 def test_input_queues_share_the_budget(serve):
     a = budget_agent(serve)
-    # Five processes that take no input yet (stopped): what is sent stays queued.
+    # Five processes that take no input yet (stopped): what is sent stays
+    # queued. Each is stopped once it runs its own program ("up"): a child
+    # stopped before its exec would hold the other processes' pipes open.
     procs = []
     for _ in range(5):
-        st, pid = a.start("/usr/bin/wc", "-c", msg={"stdin": True})
+        st, pid = a.start("/bin/sh", "-c", "echo up; exec wc -c", msg={"stdin": True})
+        got = b""
+        while got != b"up\n":
+            got += output([st.next()[1]])
         assert a.unary(SIGNAL, {"process": {"pid": pid}, "signal": "SIGNAL_SIGSTOP"}).status == 200
         procs.append((st, pid))
     for st, pid in procs:
