@@ -3,7 +3,7 @@
 #
 # BearSSL is some 280 small files, one function or table each: they all go
 # into the archive and the linker takes only the objects the agent reaches
-# (agent/core/tls.c's suites and engines, agent/core/sha256.c). The list of
+# (runner/run/tls.c's suites and engines, agent/core/sha256.c). The list of
 # sources is known only once deps/fetch.sh has unpacked them, after the
 # Makefile was read: this sub-make reads it then.
 #

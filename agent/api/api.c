@@ -5,6 +5,8 @@
 #include "agent/api/process/process.h"
 #include "agent/api/asuser/asuser.h"
 #include "agent/api/asuser/defaults.h"
+#include "agent/api/ops/freeze.h"
+#include "agent/api/ops/fsfreeze.h"
 #include "agent/api/ops/metrics.h"
 #include "agent/api/ops/token.h"
 #include "agent/core/budget.h"
@@ -12,6 +14,7 @@
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
 #include "agent/core/num.h"
+#include "agent/core/pause.h"
 #include "agent/core/pid1.h"
 #include "agent/core/protocol.h"
 
@@ -107,24 +110,20 @@ static int read_seconds(const char *name, double dflt, double *out, char *err)
     return 0;
 }
 
-/* SANDBOX_AGENT_MEMORY_BUDGET: bytes (0: none), else the default for the
- * memory the agent has (core/budget.h). The finished processes kept hold
- * a quarter of it at most unless SANDBOX_AGENT_KEEP_FINISHED_BYTES says. */
+/* SANDBOX_AGENT_MEMORY_BUDGET: bytes (0: none), else the default, found
+ * at the start (start_budget). */
 static int read_budget(struct api_config *cfg, char *err)
 {
     const char *v = getenv(ENV_MEMORY_BUDGET), *k = getenv(ENV_KEEP_FINISHED_BYTES);
-    uint64_t n;
-    cfg->budget = budget_default_for(budget_memory_total());
-    if (v && *v) {
-        if (num_count(v, BUDGET_MAX, &n) < 0 || (n && n < BUDGET_LEAST)) {
-            err_set(err, ENV_MEMORY_BUDGET " must be 0 or a byte count from %llu to %llu, not '%.40s'",
-                    (unsigned long long)BUDGET_LEAST, (unsigned long long)BUDGET_MAX, v);
-            return -1;
-        }
-        cfg->budget = (size_t)n;
+    uint64_t n = 0;
+    cfg->budget_default = !(v && *v);
+    cfg->keep_default = !(k && *k);
+    if (v && *v && (num_count(v, BUDGET_MAX, &n) < 0 || (n && n < BUDGET_LEAST))) {
+        err_set(err, ENV_MEMORY_BUDGET " must be 0 or a byte count from %llu to %llu, not '%.40s'",
+                (unsigned long long)BUDGET_LEAST, (unsigned long long)BUDGET_MAX, v);
+        return -1;
     }
-    if (cfg->budget && !(k && *k) && cfg->procs.keep_bytes > cfg->budget / 4)
-        cfg->procs.keep_bytes = cfg->budget / 4;
+    cfg->budget = (size_t)n;
     return 0;
 }
 
@@ -229,6 +228,19 @@ void api_stop(struct api *a, api_done_fn done, void *ctx)
 
 /* ---- the start ---- */
 
+/* The memory budget (core/budget.h): the variable's, or a quarter of the
+ * memory GET /metrics reports (after ops_metrics_start); the finished
+ * processes kept hold a quarter of it at most unless their variable says. */
+static void start_budget(struct api_config *cfg)
+{
+    if (cfg->budget_default) cfg->budget = budget_default_for(ops_metrics_mem_total());
+    if (cfg->budget && cfg->keep_default && cfg->procs.keep_bytes > cfg->budget / 4)
+        cfg->procs.keep_bytes = cfg->budget / 4;
+    budget_set(cfg->budget);
+    log_debug("api: memory budget %zu bytes (%zu drawn), finished processes kept up to %zu bytes",
+              budget_limit(), budget_used(), cfg->procs.keep_bytes);
+}
+
 int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
               const char *token, char *err)
 {
@@ -247,7 +259,10 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
     ev_timer_init(&a->step_w, on_step, 0., 0.);
     ev_timer_init(&a->bound_w, on_bound, 0., 0.);
     a->step_w.data = a->bound_w.data = a;
+    ops_metrics_start(a->cfg.disk);
+    start_budget(&a->cfg);
     if (!(a->t = proc_table_new(loop, &a->cfg.procs, err))) {
+        ops_metrics_stop();
         ops_token_free();
         return -1;
     }
@@ -256,18 +271,18 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
         err_set(err, "api: cannot listen on %s: %s", a->cfg.listen, why);
         proc_table_free(a->t);
         a->t = NULL;
+        ops_metrics_stop();
         ops_token_free();
         return -1;
     }
     process_init(a->t);
     asuser_default(a->cfg.user);
-    ops_metrics_start(a->cfg.disk);
+    ops_freeze_start(proc_table_cgroups(a->t));
+    ops_fsfreeze_start(a->cfg.disk);
     routes_app(&app);
     server_start(&a->srv, loop, fd, !a->cfg.addr.is_unix, a->cfg.max_conns, a->cfg.timeout,
                  a->cfg.first_head, &app);
-    budget_set(a->cfg.budget);
-    log_debug("api: memory budget %zu bytes (%zu drawn), finished processes kept up to %zu bytes",
-              budget_limit(), budget_used(), a->cfg.procs.keep_bytes);
+    pause_start(loop);
     a->started = 1;
     log_info("api: listening on %s", a->cfg.listen);
     if (a->cfg.fwd.on && !(a->fwd = forward_start(loop, &a->cfg.fwd, why)))
@@ -280,6 +295,7 @@ void api_free(struct api *a)
     if (!a->started) return;
     ev_timer_stop(a->loop, &a->step_w);
     ev_timer_stop(a->loop, &a->bound_w);
+    pause_stop(a->loop);
     server_close_listener(&a->srv);
     forward_free(a->fwd);
     a->fwd = NULL;
@@ -289,6 +305,8 @@ void api_free(struct api *a)
     asuser_defaults_clear();
     ops_token_free();
     ops_metrics_stop();
+    ops_freeze_stop();
+    ops_fsfreeze_stop();
     proc_table_free(a->t);
     a->t = NULL;
     a->started = 0;

@@ -46,6 +46,8 @@ struct api_config {
     const char *disk;             /* SANDBOX_AGENT_DISK_PATH, or NULL: "/" (GET /metrics) */
     struct proc_table_opts procs; /* retention, grace */
     size_t budget;                /* SANDBOX_AGENT_MEMORY_BUDGET (0: none) */
+    int budget_default;           /* ... unset: a quarter of the memory, found at the start */
+    int keep_default;             /* SANDBOX_AGENT_KEEP_FINISHED_BYTES unset */
     struct forward_config fwd;    /* the port forwarder (README "Port forwarding") */
 };
 

@@ -1,9 +1,13 @@
 /*
- * routes.h - what each request of `serve` means: the access token check
- * (ops/token.h), the REST routes (GET /health, GET /envs, GET /metrics,
- * POST /init, /files) and the table of RPC methods of
- * process.Process and filesystem.Filesystem, each unary or server-streaming,
- * with the handler that serves it (README "sandbox-agent serve").
+ * routes.h - what each request of `serve` means: one table of routes
+ * (routes.c), a row each: the path, the methods it answers, who may make
+ * it (the access token, ops/token.h; the signature of a /files URL,
+ * http/sign.h; none for GET /health), how its refusals read (Connect's
+ * JSON, or envd's on /files) and its handlers: the REST routes (GET
+ * /health, GET /envs, GET /metrics, POST /init, GET and POST /files, POST
+ * /files/compose) and the RPCs of process.Process and
+ * filesystem.Filesystem, each unary, server-streaming or client-streaming
+ * (README "sandbox-agent serve"). A new route is one row.
  */
 #ifndef SA_API_ROUTES_H
 #define SA_API_ROUTES_H
@@ -11,14 +15,7 @@
 #include "agent/api/connect/rpc.h"
 #include "agent/api/http/server.h"
 
-#include <stddef.h>
-
 /* The server callbacks. */
 void routes_app(struct server_app *app);
-
-/* The method at path, or NULL. A method whose start is NULL is answered
- * `unimplemented`, as an unknown one is. */
-const struct rpc_method *routes_method(const char *path);
-
 
 #endif

@@ -2,11 +2,8 @@
  * budget.c - the process's memory budget (see budget.h).
  */
 #include "agent/core/budget.h"
-#include "agent/core/memcg.h"
 
 #include <assert.h>
-#include <stdlib.h>
-#include <sys/sysinfo.h>
 
 static size_t limit, used, peak;
 
@@ -51,32 +48,4 @@ size_t budget_default_for(uint64_t total)
     if (q < BUDGET_MIN) q = BUDGET_MIN;
     if (q > BUDGET_MAX_DEFAULT) q = BUDGET_MAX_DEFAULT;
     return (size_t)q;
-}
-
-/* The memory cgroup's limit: memory.max (v2; "max" is none), v1's
- * hierarchical_memory_limit (the least of the group's and its ancestors').
- * 0 when there is none. */
-static uint64_t memcg_limit(void)
-{
-    const struct memcg *m = memcg_self();
-    unsigned long long v = 0;
-    char text[64];
-    if (m->kind == MEMCG_V2) {
-        if (memcg_read(m->dir, "memory.max", text, sizeof text) <= 0) return 0;
-        char *end;
-        v = strtoull(text, &end, 10);
-        return end != text ? v : 0;
-    }
-    if (m->kind == MEMCG_V1 && memcg_file_key(m->dir, "memory.stat", "hierarchical_memory_limit", &v) == 0)
-        return v;
-    return 0;
-}
-
-uint64_t budget_memory_total(void)
-{
-    struct sysinfo si;
-    uint64_t ram = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
-    uint64_t cg = memcg_limit();
-    if (cg && (!ram || cg < ram)) return cg;
-    return ram;
 }

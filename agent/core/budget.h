@@ -47,12 +47,10 @@ void budget_give(size_t n);
 /* 1 when the limit is reached (takes of any size fail). */
 int budget_spent(void);
 
-/* The default for a machine of `total` bytes (the memory cgroup's limit,
- * or the RAM when it has none; 0: not known): a quarter of it, within
- * BUDGET_MIN .. BUDGET_MAX_DEFAULT; BUDGET_UNKNOWN_DEFAULT when not known. */
+/* The default for a sandbox of `total` bytes (what it has: GET /metrics'
+ * mem_total, its memory cgroup's limit or its RAM; 0: not known): a quarter
+ * of it, within BUDGET_MIN .. BUDGET_MAX_DEFAULT; BUDGET_UNKNOWN_DEFAULT
+ * when not known. */
 size_t budget_default_for(uint64_t total);
-/* The memory the agent has: its memory cgroup's limit (memcg.h) or the
- * RAM (sysinfo), whichever is less; 0 when neither can be read. */
-uint64_t budget_memory_total(void);
 
 #endif

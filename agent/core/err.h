@@ -8,10 +8,12 @@
  *
  * Two narrower forms, each for one kind of function and only there:
  *   const char **why  a pure decoder of untrusted input whose every reason
- *                     is a fixed text (a Connect envelope, a request message,
- *                     a query, gzip): *why points at a static string, so the
- *                     hot path formats nothing and the caller sends the
- *                     reason as it is.
+ *                     is a fixed text (a Connect envelope, a query, gzip):
+ *                     *why points at a static string, so the hot path
+ *                     formats nothing and the caller sends the reason as it
+ *                     is. (A request message's fields are read by one reader,
+ *                     agent/api/connect/pbjson.h, whose reasons name the
+ *                     field: it takes err.)
  *   struct files_err  the file service (agent/files/files.h): a failure is
  *                     an errno, the path that failed (a descendant deep in a
  *                     recursive remove, not the path asked for) and the text,

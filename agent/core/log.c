@@ -19,6 +19,16 @@
 #define LOG_WAIT_MS 500
 
 static enum log_level threshold = LOG_WARN;
+static int held;
+static unsigned dropped;
+
+unsigned log_hold(int on)
+{
+    unsigned n = dropped;
+    held = on;
+    dropped = 0;
+    return n;
+}
 
 int log_init(const char **err)
 {
@@ -44,6 +54,10 @@ void log_msg(enum log_level level, const char *fmt, ...)
     va_list ap;
 
     if (level < threshold) return;
+    if (held) {
+        dropped++;
+        return;
+    }
     memcpy(line, SA_NAME ": ", prefix);
     va_start(ap, fmt);
     int w = vsnprintf(line + prefix, sizeof line - prefix - 1, fmt, ap);

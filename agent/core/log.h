@@ -14,6 +14,12 @@ int log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* While held (on 1), every line is dropped and counted: stderr is a file
+ * on a filesystem POST /fsfreeze froze, where a write would wait for the
+ * thaw with the whole loop. log_hold(0) ends it and returns how many were
+ * dropped. */
+unsigned log_hold(int on);
+
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

@@ -9,14 +9,12 @@
 #include "agent/core/memcg.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SCORE_ADJ "/proc/self/oom_score_adj"
 #define SCORE_MIN "-1000"
 
 /* What a child writes to its oom_score_adj, made before any fork; "" while
@@ -68,14 +66,14 @@ void oom_protect(void)
     char start[16];
     if (done) return;
     done = 1;
-    long n = memcg_read(NULL, SCORE_ADJ, start, sizeof start);
+    long n = memcg_read(NULL, OOM_SCORE_ADJ, start, sizeof start);
     if (n <= 0) {
-        log_info("cannot read " SCORE_ADJ ": %s; not protected from the OOM killer", strerror(errno));
+        log_info("cannot read " OOM_SCORE_ADJ ": %s; not protected from the OOM killer", strerror(errno));
         return;
     }
     start[strcspn(start, "\n")] = '\0';
-    if (io_write_text(SCORE_ADJ, SCORE_MIN) < 0) {
-        log_info("cannot set " SCORE_ADJ " to " SCORE_MIN " (%s): the OOM killer may pick the agent",
+    if (io_write_text(OOM_SCORE_ADJ, SCORE_MIN) < 0) {
+        log_info("cannot set " OOM_SCORE_ADJ " to " SCORE_MIN " (%s): the OOM killer may pick the agent",
                  strerror(errno));
         return;
     }
@@ -83,17 +81,13 @@ void oom_protect(void)
      * agent's own -1000 (0 when that was it). */
     snprintf(child_adj, sizeof child_adj, "%s", strcmp(start, SCORE_MIN) ? start : "0");
     child_adj_len = strlen(child_adj);
-    log_debug(SCORE_ADJ " set to " SCORE_MIN "; children get %s", child_adj);
+    log_debug(OOM_SCORE_ADJ " set to " SCORE_MIN "; children get %s", child_adj);
 }
 
 int oom_protected(void) { return child_adj_len != 0; }
 
-void oom_child_reset(void)
+const char *oom_child_adj(size_t *len)
 {
-    if (!child_adj_len) return;
-    int fd = open(SCORE_ADJ, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    ssize_t w = write(fd, child_adj, child_adj_len);
-    (void)w;
-    close(fd);
+    *len = child_adj_len;
+    return child_adj_len ? child_adj : NULL;
 }

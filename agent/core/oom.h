@@ -13,13 +13,15 @@
  *
  * oom_protect sets the agent's /proc/self/oom_score_adj to -1000 where it
  * may (CAP_SYS_RESOURCE), logged once where it may not; every child
- * spawn_child makes writes back the agent's start value (0 for a start
- * value of -1000) between fork and exec, before it drops privileges, so the
- * workload can never claim -1000 later. The agent's own helper processes
+ * spawn_start makes writes back the agent's start value (0 for a start
+ * value of -1000, oom_child_adj) before its exec, before it drops
+ * privileges, so the workload can never claim -1000 later. The agent's own helper processes
  * (forks that run its code) keep -1000.
  */
 #ifndef SA_CORE_OOM_H
 #define SA_CORE_OOM_H
+
+#include <stddef.h>
 
 /* Counts above this are taken for garbage. */
 #define OOM_KILLS_MAX (1ll << 62)
@@ -38,14 +40,18 @@ int oom_killed(int wstatus, int sent_kill, long long before, long long after);
  * anything is spawned. */
 void oom_protect(void);
 
-/* In a child between fork and exec (async-signal-safe: open, write,
- * close): its oom_score_adj back to what the agent started with; nothing
- * when the agent is not protected. */
-void oom_child_reset(void);
+/* The file a process's score is in (its own: /proc/self). */
+#define OOM_SCORE_ADJ "/proc/self/oom_score_adj"
 
-/* 1 when oom_protect lowered the agent's score, so that every child must
- * write it back (oom_child_reset) from a child the kernel does not count
- * as sharing the agent's memory: a vfork child. */
+/* What a child writes to OOM_SCORE_ADJ before its exec: the value the
+ * agent started with (static text, *len bytes), or NULL when the agent is
+ * not protected (the child inherits that value). Only a child the kernel
+ * does not count as sharing the agent's memory may write it (a vfork
+ * child, spawn.c's wait mode): the kernel sets every other process of a
+ * shared mm, the agent too, to the same score. */
+const char *oom_child_adj(size_t *len);
+
+/* 1 when oom_protect lowered the agent's score (oom_child_adj is not NULL). */
 int oom_protected(void);
 
 #endif

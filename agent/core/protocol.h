@@ -79,6 +79,13 @@
  * /init sets one; DISK_PATH picks the filesystem /metrics reports. */
 #define ROUTE_METRICS "/metrics"
 #define ROUTE_INIT "/init"
+/* The pause family (README "Orchestrator routes": pauses): the workload's
+ * cgroups, the filesystem of DISK_PATH, the agent's own memory. */
+#define ROUTE_FREEZE "/freeze"
+#define ROUTE_UNFREEZE "/unfreeze"
+#define ROUTE_FSFREEZE "/fsfreeze"
+#define ROUTE_FSTHAW "/fsthaw"
+#define ROUTE_COLLAPSE "/collapse"
 #define ENV_AWAIT_TOKEN "SANDBOX_AGENT_AWAIT_TOKEN"
 #define ENV_DISK_PATH "SANDBOX_AGENT_DISK_PATH"
 /* serve's file transfer (README "sandbox-agent serve", the filesystem API):
@@ -87,6 +94,16 @@
 #define ROUTE_FILES_COMPOSE "/files/compose"
 #define HEADER_METADATA_PREFIX "X-Metadata-"
 #define ENV_USER "SANDBOX_AGENT_USER"
+/* /files's query parameters, and those of a signed URL (README "Signed
+ * URLs"): the signature ("v1_" and the digest), its optional expiration,
+ * and the operation it grants, one per method. */
+#define QUERY_PATH "path"
+#define QUERY_USERNAME "username"
+#define QUERY_SIGNATURE "signature"
+#define QUERY_SIGNATURE_EXPIRATION "signature_expiration"
+#define SIGNATURE_V1 "v1_"
+#define SIGNATURE_READ "read"
+#define SIGNATURE_WRITE "write"
 
 /* session: error codes of the replies the agent makes itself. */
 #define SESSION_ERR_BAD_REQUEST "bad_request"

@@ -48,15 +48,6 @@
 /* Signals handed to the mode per loop turn: a flood cannot starve the loop. */
 #define READ_BUDGET 256
 
-#define KSIG_BIT(sig) (1ULL << ((sig) - 1))
-
-/* The kernel's struct sigaction for rt_sigaction (x86-64 and most others). */
-struct ksigaction {
-    void (*handler)(int);
-    unsigned long flags;
-    void (*restorer)(void);
-    sig_kset mask;
-};
 
 static sig_kset initial_mask, initial_ignored;
 
@@ -88,30 +79,11 @@ void sig_record_initial(void)
     kmask(SIG_BLOCK, NULL, &initial_mask);
     initial_ignored = 0;
     for (int sig = 1; sig <= KSIG_MAX; sig++) {
-        struct ksigaction ka;
+        struct sig_kaction ka;
         if (syscall(SYS_rt_sigaction, sig, NULL, &ka, sizeof(sig_kset)) == 0 &&
             ka.handler == SIG_IGN)
-            initial_ignored |= KSIG_BIT(sig);
+            initial_ignored |= SIG_KBIT(sig);
     }
-}
-
-void sig_child_restore(void)
-{
-    /* Only what the agent changed needs changing back: every caught signal
-     * is read from the signalfd (blocked, its disposition untouched), exec
-     * resets handlers to the default by itself but keeps SIG_IGN and the
-     * mask. The agent changed two dispositions: SIGPIPE (ignored) and
-     * SIGCHLD (libev's handler, which must not run in a child that shares
-     * the agent's memory before its exec). The rest of what the child
-     * inherits is what the agent was started with. */
-    static const int changed[] = {SIGPIPE, SIGCHLD};
-    for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++) {
-        struct ksigaction ka;
-        memset(&ka, 0, sizeof ka);
-        ka.handler = (initial_ignored & KSIG_BIT(changed[i])) ? SIG_IGN : SIG_DFL;
-        syscall(SYS_rt_sigaction, changed[i], &ka, NULL, sizeof(sig_kset));
-    }
-    kmask(SIG_SETMASK, &initial_mask, NULL);
 }
 
 void sig_initial(sig_kset *mask, sig_kset *ignored)
@@ -161,10 +133,10 @@ int sig_catch(struct ev_loop *loop, const int *sigs, sig_fn fn, void *ctx, char 
     }
     if (sigs) {
         for (; *sigs; sigs++)
-            if (forwardable(*sigs)) set |= KSIG_BIT(*sigs);
+            if (forwardable(*sigs)) set |= SIG_KBIT(*sigs);
     } else {
         for (int sig = 1; sig <= KSIG_MAX; sig++)
-            if (forwardable(sig)) set |= KSIG_BIT(sig);
+            if (forwardable(sig)) set |= SIG_KBIT(sig);
     }
     if (kmask(SIG_BLOCK, &set, NULL) != 0) {
         err_set(err, "cannot block the signals to catch: %s", strerror(errno));

@@ -23,16 +23,21 @@ typedef unsigned long long sig_kset;
  * set), so that every workload gets them back at exec, as it would have
  * without the agent in between (tini and catatonit do the same). */
 void sig_record_initial(void);
-/* In a fresh child, with every signal blocked, just before exec: the
- * dispositions the agent changed (SIGPIPE, SIGCHLD) back to what the agent
- * was started with (ignored stays ignored, everything else default; the
- * others are untouched), then the start-up mask. Async-signal-safe, and
- * safe in a child that shares the agent's memory (3 syscalls). */
-void sig_child_restore(void);
-
-/* What sig_record_initial recorded (for a child that must restore it
- * without calling sig_child_restore): the mask, the ignored signals. */
+/* What sig_record_initial recorded, for a child to restore just before its
+ * exec (spawn.c): the start-up mask, and the ignored signals among the two
+ * whose dispositions the agent changes, SIGPIPE (ignored) and SIGCHLD
+ * (libev's handler), which go back to ignored or default (exec resets
+ * every other handler itself and keeps SIG_IGN and the mask). */
 void sig_initial(sig_kset *mask, sig_kset *ignored);
+/* The kernel's struct sigaction, as rt_sigaction takes it (x86-64 and
+ * most others); sig_kset the mask's size argument. */
+struct sig_kaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    sig_kset mask;
+};
+#define SIG_KBIT(sig) (1ULL << ((sig) - 1))
 /* Block every signal (around a clone, so that no handler runs in the
  * child), *old the mask before; and set the mask back. Through the raw
  * syscall: the C library's sigprocmask hides the signals it reserves from
@@ -54,7 +59,7 @@ void sig_release(struct ev_loop *loop);
 
 /* Ignore SIGPIPE for the whole process: a write to a closed stdout or socket
  * must fail with EPIPE so the agent can still report, not kill it. Children
- * get their start-up disposition back (sig_child_restore). Returns 0 or -1. */
+ * get their start-up disposition back (sig_initial). Returns 0 or -1. */
 int sig_ignore_pipe(void);
 
 #endif

@@ -1,7 +1,9 @@
 /*
- * spawn.h - starting a child the way every mode needs it (vfork/exec with
- * reliable exec errors); its exit status comes through the one reaper
- * (reaper.h). serve's Start does not wait for the exec: agent/proc/clone.h.
+ * spawn.h - the one way every mode starts a child: a clone that shares the
+ * agent's memory until its exec, with its exec error (and its cgroup
+ * join's) reported reliably; its exit status comes through the one reaper
+ * (reaper.h). Two modes of the same child (spawn.c): waiting until it has
+ * exec'd (run, exec, session) or not (serve's Start).
  */
 #ifndef SA_CORE_SPAWN_H
 #define SA_CORE_SPAWN_H
@@ -31,27 +33,56 @@ struct spawn_opts {
     const gid_t *groups; /* supplementary groups, ngroups of them */
     size_t ngroups;
     int cgroup_fd;      /* > 0 (never a standard fd): a group's cgroup.procs, written "0" first
-                         * thing in the child, so it and all it forks are members (cgroup.h) */
-    int *cgroup_errno;  /* NULL, or set to 0, or to the errno of a join that failed (the
-                         * child then goes on outside the group) */
+                         * thing in the child, so it and all it forks are members (cgroup.h);
+                         * a join that fails is reported and lived with */
 };
 
+/* How long spawn_start keeps the caller. */
+enum spawn_mode {
+    SPAWN_WAIT,   /* until the child has exec'd or exited: the report is complete at once */
+    SPAWN_NOWAIT, /* not at all: the report comes later (x86-64, and only while the agent's
+                   * OOM score is not protected, oom.h; elsewhere SPAWN_WAIT is used) */
+};
+
+/* What the child tells before its exec (or its exit), until it is read. */
+struct spawn_report;
+
 /*
- * Start a child and wait until it has exec'd (clone(CLONE_VM | CLONE_VFORK):
- * the agent's page tables are not copied; see spawn.c). Returns the pid
- * (> 0) when the child started, whether or not
- * exec succeeded: *exec_errno is 0 when it did, else the errno of execvp, and
- * the child has then exited with 127 (ENOENT) or 126 (anything else), as a
- * shell would. A failed chdir, setgroups/setgid/setuid or TIOCSCTTY is
- * reported the same way (its errno, exit 126 or 127). Returns -1 with a
- * message in err (ERR_LEN bytes) and errno set (EAGAIN: no process slot
- * free) when no child could be made.
+ * Start the child of o (nothing of o is needed once this returns). Returns
+ * its pid (> 0) when the child started, whether or not its exec will
+ * succeed, *r the handle of its report; or -1 with a message in err
+ * (ERR_LEN bytes) and errno set (EAGAIN: no process slot or stack free)
+ * when no child could be made. The child runs, in this order: the cgroup
+ * join, its session or group, the terminal's foreground, the signal state
+ * the agent was started with (sig.h) and its OOM score (oom.h), fds 0-2,
+ * the controlling terminal, groups/gid/uid, cwd, execvp. A failure of a
+ * step after the join is reported as its errno, and the child exits 127
+ * (ENOENT, ENOTDIR) or 126 (anything else), as a shell would.
  */
+pid_t spawn_start(const struct spawn_opts *o, enum spawn_mode mode, struct spawn_report **r, char *err);
+/* The report's fd to watch for reading; -1 once the report is complete. */
+int spawn_report_fd(const struct spawn_report *r);
+/* What a complete report says. */
+struct spawn_result {
+    int exec_errno;   /* 0: it exec'd; else the errno of the step that failed */
+    int cwd_failed;   /* 1: that step was the chdir into cwd (after the id switch) */
+    int cgroup_errno; /* 0: joined, or no cgroup; else the join's errno (it ran on outside) */
+};
+/* Read what the report holds. Returns 1 once it is complete (the child is
+ * past its exec or has exited; always so after its exit), with *res set;
+ * 0 when the child is not there yet. */
+int spawn_report_poll(struct spawn_report *r, struct spawn_result *res);
+/* Drop the handle (a child not yet past its exec keeps what it reads). */
+void spawn_report_free(struct spawn_report *r);
+
+/* spawn_start(o, SPAWN_WAIT) with its report read: *exec_errno 0 when the
+ * exec succeeded, else its errno (or chdir's, setuid's, ...). Returns as
+ * spawn_start does. For callers without a cgroup (its join is not told). */
 pid_t spawn_child(const struct spawn_opts *o, int *exec_errno, char *err);
 
 /* fork() for a helper that runs our own code (no exec): the child starts
- * with default signal dispositions and an empty mask (a spawn_child child
- * gets the agent's start-up signal state instead: sig_child_restore).
+ * with default signal dispositions and an empty mask (a spawn_start child
+ * gets the agent's start-up signal state instead: sig_initial).
  * Returns as fork() does. */
 pid_t spawn_fork(int new_pgrp);
 
@@ -76,11 +107,5 @@ size_t spawn_arg_max(void);
 
 /* Exit code of a wait status: the status, or 128+N for death by signal N. */
 int spawn_exit_code(int status);
-
-/* A stack for a child that shares the caller's memory until its exec:
- * size bytes above a guard page (SPAWN_GUARD, no access); the mapping's
- * base (size + SPAWN_GUARD bytes long), or NULL with errno. */
-#define SPAWN_GUARD 4096u
-char *spawn_stack_map(size_t size);
 
 #endif

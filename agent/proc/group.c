@@ -26,6 +26,7 @@
 #include "agent/core/cgtree.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
+#include "agent/core/pause.h"
 #include "agent/core/oom.h"
 #include "agent/core/stop.h"
 
@@ -153,7 +154,7 @@ static void on_freeze_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct proc_group *g = w->data;
     int frozen = cgroup_frozen(&g->t->cg, g->cg);
-    if (frozen == 0 && ev_now(loop) - g->since < FREEZE_WAIT) return;
+    if (frozen == 0 && pause_now() - g->since < FREEZE_WAIT) return;
     if (frozen != 1) log_debug("process %d: its cgroup did not freeze; signalling anyway", (int)g->pid);
     freeze_deliver(g);
     settle(g);
@@ -178,7 +179,7 @@ static void freeze_signal(struct proc_group *g, int sig)
         freeze_deliver(g);
         return;
     }
-    g->since = ev_now(loop_of(g));
+    g->since = pause_now();
     ev_timer_again(loop_of(g), &g->freeze_w);
 }
 
@@ -189,7 +190,7 @@ static void on_kill_tick(struct ev_loop *loop, ev_timer *w, int revents)
     char why[ERR_LEN];
     int sig = SIGKILL;
     size_t left = members_signal(g, &sig, 1);
-    if (left && ev_now(loop) - g->since < KILL_WAIT) return;
+    if (left && pause_now() - g->since < KILL_WAIT) return;
     ev_timer_stop(loop, w);
     if (!try_remove(g, &t)) /* tried again later (remove_w) */
         log_warn("process %d: its cgroup %s is left after %.3g s of SIGKILL: %s", (int)g->pid, g->cg, KILL_WAIT,
@@ -204,7 +205,7 @@ static void members_kill(struct proc_group *g)
     if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
     if (cgroup_kill(&g->t->cg, g->cg) == 0) return;
     if (!members_signal(g, &sig, 1) || ev_is_active(&g->kill_w)) return;
-    g->since = ev_now(loop_of(g));
+    g->since = pause_now();
     ev_timer_again(loop_of(g), &g->kill_w);
 }
 
@@ -314,7 +315,7 @@ void proc_group_started(struct proc_group *g, pid_t pid, int cgroup_errno)
     if (!cgroup_errno || !g->cg) return;
     log_warn("proc: process %d cannot join its cgroup %s: %s; no more cgroups: descendants are found "
              "through /proc", (int)pid, g->cg, strerror(cgroup_errno));
-    /* Told late (the child's report comes after its start, clone.h): what
+    /* Told late (the child's report comes after its start, core/spawn.h): what
      * a stop began on the cgroup meanwhile is finished without it. */
     if (ev_is_active(&g->freeze_w)) freeze_deliver(g);
     int killing = ev_is_active(&g->kill_w);

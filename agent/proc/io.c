@@ -13,6 +13,7 @@
 #include "agent/proc/proc_priv.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
+#include "agent/core/pause.h"
 #include "agent/core/protocol.h"
 
 #include <errno.h>
@@ -162,7 +163,7 @@ static void on_drain_over(struct ev_loop *loop, ev_timer *w, int revents)
      * for at most the stall time after the exit (a background child that
      * writes on must not keep the end away from a reader that reads on). */
     for (int i = 0; i < PROC_CHANS; i++)
-        if (p->ch[i].held && ev_now(loop) - p->exited_at < p->t->o.stall) {
+        if (p->ch[i].held && pause_now() - p->exited_at < p->t->o.stall) {
             ev_timer_set(&p->drain, PROC_DRAIN_SECONDS, 0.);
             ev_timer_start(loop, &p->drain);
             return;
@@ -177,16 +178,18 @@ static void on_drain_over(struct ev_loop *loop, ev_timer *w, int revents)
     finish(p);
 }
 
-/* The child's report (clone.h): exec's errno for the end; a failed cgroup
+/* The child's report (core/spawn.h): exec's errno for the end; a failed cgroup
  * join gives cgroups up, as proc_group_started says at the start. */
 static void report_in(struct proc *p)
 {
-    int cgroup_errno;
-    if (!p->clone || !proc_clone_poll(p->clone, &p->exec_errno, &cgroup_errno)) return;
+    struct spawn_result res;
+    if (!p->report || !spawn_report_poll(p->report, &res)) return;
+    p->exec_errno = res.exec_errno;
+    p->cwd_failed = res.cwd_failed;
     ev_io_stop(p->t->loop, &p->report_w);
-    proc_clone_free(p->clone);
-    p->clone = NULL;
-    if (cgroup_errno && !p->leader_exited) proc_group_started(p->g, p->pid, cgroup_errno);
+    spawn_report_free(p->report);
+    p->report = NULL;
+    if (res.cgroup_errno && !p->leader_exited) proc_group_started(p->g, p->pid, res.cgroup_errno);
 }
 
 static void on_report(struct ev_loop *loop, ev_io *w, int revents)
@@ -203,7 +206,7 @@ static void on_exit_status(struct ev_loop *loop, pid_t pid, int status, void *ct
     size_t got = 0;
     report_in(p); /* complete once the child is gone */
     p->leader_exited = 1;
-    p->exited_at = ev_now(loop);
+    p->exited_at = pause_now();
     p->status = status;
     ev_timer_stop(loop, &p->deadline);
     proc_group_leader_exited(p->g); /* its background children run on */
@@ -316,9 +319,9 @@ void proc_io_start(struct proc *p, double timeout)
     struct ev_loop *loop = p->t->loop;
     /* First, before the loop runs again: no exit status may be missed. */
     reaper_watch(loop, &p->rw, p->pid, on_exit_status, p);
-    ev_io_init(&p->report_w, on_report, proc_clone_fd(p->clone), EV_READ);
+    ev_io_init(&p->report_w, on_report, spawn_report_fd(p->report), EV_READ);
     p->report_w.data = p;
-    if (proc_clone_fd(p->clone) >= 0) ev_io_start(loop, &p->report_w);
+    if (spawn_report_fd(p->report) >= 0) ev_io_start(loop, &p->report_w);
     else report_in(p); /* complete at once (a child that was waited for) */
     for (int i = 0; i < PROC_CHANS; i++) {
         struct proc_chan_io *c = &p->ch[i];
@@ -341,7 +344,7 @@ void proc_io_start(struct proc *p, double timeout)
 static void finish(struct proc *p)
 {
     struct ev_loop *loop = p->t->loop;
-    if (p->exec_errno) proc_status_from_exec_error(p->argv[0], p->exec_errno, &p->end);
+    if (p->exec_errno) proc_status_from_exec_error(p->cwd_failed ? NULL : p->argv[0], p->exec_errno, &p->end);
     else proc_status_from_wait(p->status, &p->end);
     if (!p->exec_errno && proc_group_oom_killed(p->g, p->status)) proc_status_oom(&p->end);
     p->ended = 1;
@@ -362,9 +365,9 @@ void proc_io_release(struct proc *p)
 {
     struct ev_loop *loop = p->t->loop;
     if (!p->leader_exited && p->pid > 0) reaper_unwatch(loop, &p->rw);
-    if (p->clone) ev_io_stop(loop, &p->report_w);
-    proc_clone_free(p->clone);
-    p->clone = NULL;
+    if (p->report) ev_io_stop(loop, &p->report_w);
+    spawn_report_free(p->report);
+    p->report = NULL;
     ev_timer_stop(loop, &p->drain);
     ev_timer_stop(loop, &p->deadline);
     proc_pace_release(p);

@@ -1,13 +1,12 @@
 /*
  * launch.c - making the child of a Start (see proc_priv.h): its working
- * directory (the user's home by default, "~" and relative paths from it, as
- * envd resolves them), its environment (a login's PATH unless the base has
- * one, the base, then HOME, USER, LOGNAME, SHELL and PWD as a login sets
- * them, then POST /init's defaults, then the request's; the last of a name
- * wins) and the room execve leaves for it, its identity (uid, gid, groups;
- * only root may switch), and its fds: pipes for stdout and stderr and stdin
- * (or /dev/null), or a new pty whose slave is fds 0-2 and the controlling
- * terminal of a new session.
+ * directory (resolved by the caller, checked to be one), its environment
+ * (a login's PATH unless the base has one, the base, then HOME, USER,
+ * LOGNAME, SHELL and PWD as a login sets them, then POST /init's defaults,
+ * then the request's; the last of a name wins) and the room execve leaves
+ * for it, its identity (uid, gid, groups; only root may switch), and its
+ * fds: pipes for stdout and stderr and stdin (or /dev/null), or a new pty
+ * whose slave is fds 0-2 and the controlling terminal of a new session.
  */
 #include "agent/proc/proc_priv.h"
 #include "agent/core/err.h"
@@ -53,31 +52,18 @@ static char *join3(const char *a, const char *b, const char *c)
     return s;
 }
 
-/* The directory to start in (malloc'd), or NULL for the agent's own. */
-static int resolve_cwd(const char *cwd, const struct user_info *u, char **out, char *err)
+/* The directory to start in is there, as the agent sees it (as envd
+ * checks it); whether the user may enter it is told by the child's chdir,
+ * after the id switch (spawn.h). */
+static int check_dir(const char *dir, char *err)
 {
-    const char *home = u ? u->home : NULL;
-    *out = NULL;
-    if (!cwd || !*cwd) cwd = home;
-    if (!cwd) return 0;
-    if (home && cwd[0] == '~' && (cwd[1] == '\0' || cwd[1] == '/')) *out = join3(home, cwd + 1, "");
-    else if (home && cwd[0] != '/') *out = join3(home, "/", cwd);
-    else *out = strdup(cwd);
-    if (!*out) {
-        err_set(err, "out of memory");
-        errno = ENOMEM;
-        return -1;
-    }
     struct stat st;
-    int missing = stat(*out, &st) < 0;
-    if (missing || !S_ISDIR(st.st_mode)) {
-        err_set(err, "cwd '%s' %s", *out, missing ? "does not exist" : "is not a directory");
-        free(*out);
-        *out = NULL;
-        errno = EINVAL;
-        return -1;
-    }
-    return 0;
+    if (!dir) return 0;
+    int missing = stat(dir, &st) < 0;
+    if (!missing && S_ISDIR(st.st_mode)) return 0;
+    err_set(err, "cwd '%s' %s", dir, missing ? "does not exist" : "is not a directory");
+    errno = EINVAL;
+    return -1;
 }
 
 struct env_node {
@@ -287,48 +273,47 @@ static int check_user(const struct user_info *u, uid_t euid, char *err)
     return -1;
 }
 
-/* The child, started without waiting for its exec (clone.h): its report
- * (exec's errno, the cgroup join's) comes later, to pio.c. */
-static pid_t spawn(struct pfds *f, const struct proc_start *s, uid_t euid, const char *cwd, char **env,
-                   int cgroup_fd, struct proc_clone **k, char *err)
+/* The child, started without waiting for its exec (core/spawn.h): its
+ * report (exec's errno, the cgroup join's) comes later, to io.c. */
+static pid_t spawn(struct pfds *f, const struct proc_start *s, uid_t euid, char **env,
+                   int cgroup_fd, struct spawn_report **r, char *err)
 {
     const struct user_info *u = s->user;
     int child_in = s->pty ? f->slave : f->in[1];
     int child_out = s->pty ? f->slave : f->out[1];
     int child_err = s->pty ? f->slave : f->err[1];
     struct spawn_opts so = {.argv = s->argv, .new_pgrp = 1, .tty_fd = -1, .stdin_fd = child_in,
-                            .stdout_fd = child_out, .stderr_fd = child_err, .cwd = cwd, .envp = env,
+                            .stdout_fd = child_out, .stderr_fd = child_err, .cwd = s->dir, .envp = env,
                             .new_session = s->pty, .ctty = s->pty, .set_ids = u && euid == 0,
                             .uid = u ? u->uid : 0, .gid = u ? u->gid : 0, .groups = u ? u->groups : NULL,
                             .ngroups = u ? u->ngroups : 0, .cgroup_fd = cgroup_fd};
-    return proc_clone_start(&so, k, err);
+    return spawn_start(&so, SPAWN_NOWAIT, r, err);
 }
 
 int proc_launch(struct proc *p, const struct proc_start *s, char *err)
 {
     struct pfds f = {{-1, -1}, {-1, -1}, {-1, -1}, -1, -1};
-    char *cwd = NULL, **env = NULL;
+    char **env = NULL;
     int rc = -1, e = 0, cg_fd = -1;
 
     uid_t euid = geteuid(); /* once a start */
-    if (check_user(s->user, euid, err) < 0 || resolve_cwd(s->cwd, s->user, &cwd, err) < 0) return -1;
-    env = proc_launch_env(p->t, s->user, cwd, s->defaults, s->envs);
+    if (check_user(s->user, euid, err) < 0 || check_dir(s->dir, err) < 0) return -1;
+    env = proc_launch_env(p->t, s->user, s->dir, s->defaults, s->envs);
     if (!env || !(p->g = proc_group_new(p->t, &cg_fd))) {
         err_set(err, "out of memory");
         e = ENOMEM;
     } else if (open_fds(&f, s, err) < 0) {
         e = errno;
-    } else if ((p->pid = spawn(&f, s, euid, cwd, env, cg_fd, &p->clone, err)) < 0) {
+    } else if ((p->pid = spawn(&f, s, euid, env, cg_fd, &p->report, err)) < 0) {
         e = errno;
     } else {
-        proc_group_started(p->g, p->pid, 0); /* a failed join is told later (pio.c) */
+        proc_group_started(p->g, p->pid, 0); /* a failed join is told later (io.c) */
         adopt_fds(p, &f);
         rc = 0;
     }
     if (cg_fd >= 0) close(cg_fd);
     pfds_close_all(&f);
     proc_launch_env_free(env);
-    free(cwd);
     if (e) errno = e;
     return rc;
 }

@@ -20,6 +20,7 @@
  */
 #include "agent/proc/proc_priv.h"
 #include "agent/core/log.h"
+#include "agent/core/pause.h"
 
 #include <stdint.h>
 
@@ -57,7 +58,7 @@ static void on_check(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     struct proc *p = w->data;
-    ev_tstamp now = ev_now(loop);
+    ev_tstamp now = pause_now();
     for (struct proc_sub *s = p->subs; s; s = s->next) {
         if (!paces(p, s)) continue;
         for (int ch = 0; ch < PROC_CHANS; ch++) {
@@ -87,7 +88,7 @@ void proc_pace_hold(struct proc *p, struct proc_chan_io *c)
 {
     if (c->held || c->fd < 0) return;
     c->held = 1;
-    c->held_since = ev_now(p->t->loop);
+    c->held_since = pause_now();
     ev_io_stop(p->t->loop, &c->w);
     if (!ev_is_active(&p->pace)) ev_timer_again(p->t->loop, &p->pace);
 }
@@ -120,7 +121,7 @@ void proc_pace_release(struct proc *p)
 void proc_pace_sub(struct proc_sub *s, const uint64_t *pos)
 {
     s->pos = pos;
-    s->moved = ev_now(s->p->t->loop);
+    s->moved = pause_now();
     s->stalled = 0;
 }
 
@@ -128,7 +129,7 @@ void proc_pace_moved(struct proc_sub *s)
 {
     struct proc *p = s->p;
     if (!p || !s->pos) return;
-    s->moved = ev_now(p->t->loop);
+    s->moved = pause_now();
     /* Reading again after a stall (it has just jumped over what it missed):
      * it is waited for again from here. */
     s->stalled = 0;

@@ -310,6 +310,7 @@ struct proc *proc_by_tag(struct proc_table *t, const char *tag)
 struct proc *proc_first(struct proc_table *t) { return t->first; }
 struct proc *proc_next(struct proc *p) { return p->next; }
 size_t proc_table_running(const struct proc_table *t) { return t->nrunning; }
+const struct cgroup_base *proc_table_cgroups(const struct proc_table *t) { return &t->cg; }
 pid_t proc_pid(const struct proc *p) { return p->pid; }
 const char *proc_tag(const struct proc *p) { return p->tag; }
 char *const *proc_argv(const struct proc *p) { return p->argv; }

@@ -101,7 +101,9 @@ struct proc_start {
     char *const *defaults;      /* "NAME=VALUE" after the login variables (POST /init's); NULL-terminated
                                  * or NULL; used for the exec only, not kept in the record */
     char *const *envs;          /* "NAME=VALUE" set on top (later wins); NULL-terminated or NULL; kept */
-    const char *cwd;            /* NULL or "": the user's home; "~", "~/x", relative: from the home */
+    const char *cwd;            /* as the request asked it, for List only; NULL: none */
+    const char *dir;            /* where it runs: a path the caller resolved (an absolute one,
+                                 * README "Paths"), which must be a directory; NULL: the agent's own */
     const char *tag;            /* NULL: none; unique among running processes */
     const struct user_info *user; /* NULL: as the agent, without login variables */
     int stdin_pipe;             /* 1: a pipe fed by proc_send_input; 0: /dev/null (ignored with a pty) */
@@ -142,6 +144,9 @@ struct proc *proc_by_tag(struct proc_table *t, const char *tag);
 struct proc *proc_first(struct proc_table *t);
 struct proc *proc_next(struct proc *p);
 size_t proc_table_running(const struct proc_table *t);
+/* The processes' cgroups (kind CGROUP_NONE: none): what POST /freeze's
+ * legacy sweep freezes. */
+const struct cgroup_base *proc_table_cgroups(const struct proc_table *t);
 
 pid_t proc_pid(const struct proc *p);
 const char *proc_tag(const struct proc *p);          /* NULL: none */

@@ -15,7 +15,6 @@
 #include "agent/core/cgroup.h"
 #include "agent/core/hash.h"
 #include "agent/core/spawn.h"
-#include "agent/proc/clone.h"
 #include "agent/proc/group.h"
 #include "agent/proc/proc.h"
 #include "agent/core/ring.h"
@@ -51,14 +50,15 @@ struct proc {
     size_t inq_off;     /* bytes of inq already written */
 
     struct reaper_watch rw;
-    struct proc_clone *clone; /* its report, until complete (clone.h) */
+    struct spawn_report *report; /* its child's, until complete (core/spawn.h) */
     ev_io report_w;
     struct proc_group *g;   /* what it started: signals and stops go through it */
     ev_timer deadline;  /* the request's timeout */
     int timed_out;      /* its timeout ran out (proc_stop): stopped once */
     ev_timer drain;     /* the output's last moments after the leader exited */
     ev_timer pace;      /* while a channel is held: who stalled (pace.c) */
-    int exec_errno;
+    int exec_errno;     /* from its report: the step that failed, 0 when it exec'd */
+    int cwd_failed;     /* that step was the chdir into its directory */
     int leader_exited, status;
     ev_tstamp exited_at;  /* when the leader's exit was seen */
     int ended;

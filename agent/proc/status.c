@@ -89,5 +89,6 @@ void proc_status_from_exec_error(const char *cmd, int exec_errno, struct proc_en
     e->exit_code = spawn_exec_exit_code(exec_errno);
     snprintf(e->status, sizeof e->status, "exit status %d", e->exit_code);
     /* The command may be long: its head is enough to know it. */
-    snprintf(e->error, sizeof e->error, "cannot run '%.160s': %s", cmd, spawn_exec_reason(exec_errno));
+    if (cmd) snprintf(e->error, sizeof e->error, "cannot run '%.160s': %s", cmd, spawn_exec_reason(exec_errno));
+    else snprintf(e->error, sizeof e->error, "cannot enter the working directory: %s", strerror(exec_errno));
 }

@@ -1,9 +1,10 @@
 /*
  * runner/run/tls.c - the TLS client (see tls.h): trust anchors from a PEM
  * bundle (its certificates found and base64-decoded here, decoded by
- * br_x509_decoder), and BearSSL's client engine set up by hand with the few suites and engines it needs, so the linker takes
- * nothing else from the archive, driven by br_sslio over a socket whose
- * every wait is a poll bounded by the caller's deadline.
+ * br_x509_decoder), and BearSSL's client engine set up by hand with the few
+ * suites and engines it needs, so the linker takes nothing else from the
+ * archive, driven by br_sslio over a socket whose every wait is a poll
+ * bounded by the caller's deadline.
  */
 #include "runner/run/tls.h"
 #include "agent/core/b64.h"
@@ -287,6 +288,9 @@ static int low_write(void *ctx, const unsigned char *p, size_t n)
     }
 }
 
+/* What the client offers, as its refusals say it. */
+#define TLS_OFFER "ECDHE on P-256, P-384 or P-521 with AES-GCM"
+
 /* The engine's error as the reason a user can act on. */
 static void describe(struct tls_conn *c, char *err)
 {
@@ -310,8 +314,9 @@ static void describe(struct tls_conn *c, char *err)
         {BR_ERR_X509_LIMIT_EXCEEDED, "the server's chain is too long"},
         {BR_ERR_UNSUPPORTED_VERSION, "the server does not speak TLS 1.2"},
         {BR_ERR_BAD_VERSION, "the server does not speak TLS 1.2"},
-        {BR_ERR_BAD_CIPHER_SUITE, "no cipher suite in common with the server (ECDHE with AES-GCM or "
-                                  "ChaCha20-Poly1305)"},
+        {BR_ERR_BAD_CIPHER_SUITE, "no cipher suite in common with the server (" TLS_OFFER ")"},
+        {BR_ERR_RECV_FATAL_ALERT + 40, "the server sent TLS alert 40, handshake failure (as when it has no "
+                                       "suite or curve in common with this client: " TLS_OFFER ")"},
         {BR_ERR_INVALID_ALGORITHM, "the server signed with an algorithm this client lacks"},
         {BR_ERR_NO_RANDOM, "no entropy for the handshake"},
     };
@@ -339,15 +344,18 @@ static void describe(struct tls_conn *c, char *err)
         err_set(err, "TLS error %d (BearSSL)", e);
 }
 
-/* The client: TLS 1.2, ECDHE, AES-GCM (constant-time AES and GHASH, no
- * table or AES-NI variant) and ChaCha20-Poly1305; the certificate checks
- * (SHA-256/384/512 with RSA or ECDSA) against trust at the system clock. */
+/* The client: TLS 1.2, ECDHE on P-256, P-384 or P-521 with AES-GCM; the
+ * certificate checks (SHA-256/384/512 with RSA or ECDSA on those curves)
+ * against trust at the system clock. One implementation of each, the
+ * smallest constant-time one (README "sandbox-agent run", step 7): the
+ * generic prime-curve code (no P-256-only or X25519 code), 31-bit integers
+ * shared by RSA and the curves, AES and GHASH without tables or AES-NI;
+ * no ChaCha20-Poly1305 (every ECDHE server of TLS 1.2 has AES-GCM). */
 static void setup(struct tls_conn *c, const struct tls_trust *trust)
 {
     static const uint16_t suites[] = {
-        BR_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,       BR_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
-        BR_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, BR_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
-        BR_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,       BR_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        BR_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, BR_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        BR_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, BR_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
     };
     static const struct {
         int id;
@@ -363,19 +371,16 @@ static void setup(struct tls_conn *c, const struct tls_trust *trust)
         br_ssl_engine_set_hash(eng, hashes[i].id, hashes[i].impl);
         br_x509_minimal_set_hash(&c->xc, hashes[i].id, hashes[i].impl);
     }
-    br_ssl_engine_set_ec(eng, &br_ec_all_m31);
+    br_ssl_engine_set_ec(eng, &br_ec_prime_i31);
     br_ssl_engine_set_ecdsa(eng, br_ecdsa_i31_vrfy_asn1);
     br_ssl_engine_set_rsavrfy(eng, br_rsa_i31_pkcs1_vrfy);
-    br_x509_minimal_set_ecdsa(&c->xc, &br_ec_all_m31, br_ecdsa_i31_vrfy_asn1);
+    br_x509_minimal_set_ecdsa(&c->xc, &br_ec_prime_i31, br_ecdsa_i31_vrfy_asn1);
     br_x509_minimal_set_rsa(&c->xc, br_rsa_i31_pkcs1_vrfy);
     br_ssl_engine_set_prf_sha256(eng, br_tls12_sha256_prf);
     br_ssl_engine_set_prf_sha384(eng, br_tls12_sha384_prf);
     br_ssl_engine_set_gcm(eng, &br_sslrec_in_gcm_vtable, &br_sslrec_out_gcm_vtable);
-    br_ssl_engine_set_aes_ctr(eng, &br_aes_ct64_ctr_vtable);
+    br_ssl_engine_set_aes_ctr(eng, &br_aes_ct_ctr_vtable);
     br_ssl_engine_set_ghash(eng, br_ghash_ctmul64);
-    br_ssl_engine_set_chapol(eng, &br_sslrec_in_chapol_vtable, &br_sslrec_out_chapol_vtable);
-    br_ssl_engine_set_chacha20(eng, br_chacha20_ct_run);
-    br_ssl_engine_set_poly1305(eng, br_poly1305_ctmul_run);
     /* Validity is checked against the system clock: days since 0000-01-01
      * (719528 of them before 1970) and seconds into the day. */
     time_t now = time(NULL);

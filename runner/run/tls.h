@@ -3,8 +3,8 @@
  * may block: the trust anchors from a PEM bundle, and one connection over
  * a connected non-blocking socket, every wait bounded by one deadline.
  *
- * What it accepts: ECDHE with an ECDSA or RSA certificate, AES-GCM or
- * ChaCha20-Poly1305 (no TLS 1.3: BearSSL has none). The server's chain must
+ * What it accepts: ECDHE on P-256, P-384 or P-521 with an ECDSA or RSA
+ * certificate and AES-GCM (no TLS 1.3: BearSSL has none). The server's chain must
  * lead to an anchor of the bundle, be valid at the system clock, and name
  * the host (SNI carries it too); DNS names only, so an IP address is refused
  * before any byte is sent (tls_host_checkable).

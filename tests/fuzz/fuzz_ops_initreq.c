@@ -9,6 +9,7 @@
  * result, and a refusal always says why.
  */
 #include "agent/api/ops/initreq.h"
+#include "agent/core/err.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,9 +52,9 @@ static void check(const struct ops_initreq *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct ops_initreq r;
-    const char *why = NULL;
-    if (ops_initreq_decode((const char *)data, size, &r, &why) == 0) check(&r);
-    else if (!why) __builtin_trap();
+    char err[ERR_LEN] = "";
+    if (ops_initreq_decode((const char *)data, size, &r, err) == 0) check(&r);
+    else if (!err[0]) __builtin_trap();
     ops_initreq_free(&r);
     if (size <= INITREQ_TIME_MAX + 1) {
         struct timespec ts;

@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *why;
     struct buf p;
     buf_init(&p, ASUSER_PATH_MAX);
-    if (asuser_path_resolve("/home/user", s, &p, &why) == 0) {
+    if (asuser_path_resolve("/home/user", NULL, s, &p, &why) == 0) {
         if (p.data[0] != '/' || p.len > ASUSER_PATH_MAX) __builtin_trap();
         /* Cleaning a clean relative result changes nothing. */
         if (s[0] != '/') {

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!r.error[0]) __builtin_trap();
         free(text);
     }
-    struct job_outcome o = {1, r.raw, r.len, r.error, "n\xffonce", 6};
+    struct job_outcome o = {.exit_code = 1, .result = r.raw, .result_len = r.len, .result_error = r.error, .nonce = "n\xffonce", .nonce_len = 6};
     struct buf core;
     buf_init(&core, 1u << 26);
     if (sentinel_json(&core, &o, "job") == 0) {

@@ -317,9 +317,10 @@ def test_await_token_refuses_other_routes_until_init(agent):
         a.wait_ready()
         assert "whoever reaches it first" in a.stderr()
         assert rest(a, "GET", "/health", token=False).status == 204
-        for method, path in (("GET", "/envs"), ("GET", "/metrics"), ("GET", "/files?path=/etc/hostname")):
+        for method, path, code in (("GET", "/envs", "unavailable"), ("GET", "/metrics", "unavailable"),
+                                   ("GET", "/files?path=/etc/hostname", 503)):  # /files: envd's numeric code
             r = rest(a, method, path, token=False)
-            assert r.status == 503 and r.json()["code"] == "unavailable", (path, r.status, r.body)
+            assert r.status == 503 and r.json()["code"] == code, (path, r.status, r.body)
         r = a.unary("process.Process/List", {})
         assert r.status == 503
         assert init(a, {"accessToken": "orchestrated", "envVars": {"E": "1"}}, token=False).status == 204

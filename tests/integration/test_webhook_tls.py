@@ -23,6 +23,7 @@ import pytest
 
 from conftest import PY, TIMEOUT, children, one_sentinel, wait_until
 from jobs import agent_argv, run
+from pki import PKI
 from reports import Hook, pki, result_env, tls_hook, tls_serving, tls_stop, tls_url, tmp  # noqa: F401  (fixtures)
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
@@ -69,6 +70,71 @@ def test_good_chain_posted_intact(key, pki, tmp):
     assert json.loads(body) == dict(one_sentinel(r.stdout), job_id="job-7")
     assert json.loads(body)["nonce"] == "tls-n0nce"
     assert b"webhook delivered (HTTP 204)" in r.stderr
+
+
+# The chains public CAs issue (README step 7): RSA roots and intermediates
+# signing with PKCS#1 v1.5 and SHA-256 or SHA-384, ECDSA P-384 ones signing
+# with SHA-384, an RSA root over a P-384 intermediate (Let's Encrypt's ISRG
+# Root X1 -> E5 shape); under each an ECDSA P-256, ECDSA P-384 or RSA leaf.
+CHAINS = {"rsa-sha256": dict(root="rsa"), "rsa-sha384": dict(root="rsa", digest="sha384"),
+          "p384-sha384": dict(root="p384", digest="sha384"),
+          "rsa-over-p384": dict(root="rsa", inter="p384", digest="sha384")}
+
+
+@pytest.fixture(scope="module", params=sorted(CHAINS))
+def ca_kind(request):
+    p = PKI(**CHAINS[request.param])
+    yield p
+    p.close()
+
+
+@pytest.mark.parametrize("leaf", ["ec", "p384", "rsa"])
+def test_public_ca_chains_validate(ca_kind, leaf, tmp):
+    srv = serving(ca_kind.server("localhost", key=leaf))
+    try:
+        r = run(["true"], True, hook_env(tmp, tls_url(srv), ca_kind.ca_file, SANDBOX_AGENT_LOG="info"))
+    finally:
+        tls_stop(srv)
+    assert r.returncode == 0
+    assert len(Hook.received) == 1, r.stderr
+    assert b"webhook delivered (HTTP 204)" in r.stderr, r.stderr
+
+
+# The key exchanges and suites of the client (README step 7), each the only
+# one the server accepts: ECDHE on P-256 or P-384, AES-128-GCM or AES-256-GCM,
+# with an ECDSA or an RSA certificate.
+OFFERS = {"p256-ecdsa-aes128": ("ec", "ECDHE-ECDSA-AES128-GCM-SHA256", "prime256v1"),
+          "p384-ecdsa-aes256": ("ec", "ECDHE-ECDSA-AES256-GCM-SHA384", "secp384r1"),
+          "p256-rsa-aes256": ("rsa", "ECDHE-RSA-AES256-GCM-SHA384", "prime256v1"),
+          "p384-rsa-aes128": ("rsa", "ECDHE-RSA-AES128-GCM-SHA256", "secp384r1")}
+
+
+@pytest.mark.parametrize("offer", sorted(OFFERS))
+def test_each_key_exchange_and_suite(offer, pki, tmp):
+    key, suite, group = OFFERS[offer]
+    srv = tls_serving(*pki.server("localhost", key=key), suites=suite, group=group)
+    try:
+        r = run(["true"], True, hook_env(tmp, tls_url(srv), pki.ca_file, SANDBOX_AGENT_LOG="info"))
+    finally:
+        tls_stop(srv)
+    assert r.returncode == 0
+    assert len(Hook.received) == 1, r.stderr
+    assert b"webhook delivered (HTTP 204)" in r.stderr, r.stderr
+
+
+def test_chacha20_only_server_refused(pki, tmp):
+    # What the client leaves out (README step 7): a server that offers only
+    # ChaCha20-Poly1305 is refused with a reason.
+    srv = tls_serving(*pki.server("localhost"), suites="ECDHE-ECDSA-CHACHA20-POLY1305")
+    try:
+        r = run(["true"], True, hook_env(tmp, tls_url(srv), pki.ca_file))
+    finally:
+        tls_stop(srv)
+    assert r.returncode == 0
+    assert Hook.received == []
+    assert b"webhook: not sent: TLS handshake with localhost failed: the server sent TLS alert 40, handshake " \
+           b"failure (as when it has no suite or curve in common with this client: ECDHE on P-256, P-384 or " \
+           b"P-521 with AES-GCM)" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("pid1", [True, False], ids=["pid1", "child"])

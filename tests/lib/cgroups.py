@@ -82,7 +82,7 @@ def why_not(kind):
 def mount_of(kind):
     """(root, mount point) of the first mount of kind's hierarchy ("v2",
     or a v1 controller), or None."""
-    for fstype, opts, root, mnt in _mounts():
+    for fstype, opts, root, mnt in cgroup_mounts():
         if (fstype == "cgroup2") if kind == "v2" else (fstype == "cgroup" and kind in opts):
             return root, mnt
     return None

@@ -1,6 +1,9 @@
 """A test PKI made with the `openssl` command: a root CA, an intermediate
 below it, and the server certificates the https:// webhook tests serve (a
 good chain for a host, another host's, an expired one, a self-signed one).
+The CAs' keys and the signatures' hash are chosen (PKI(root=, inter=,
+digest=)): ECDSA P-256 and SHA-256 by default; RSA and P-384 CAs and
+SHA-384 signatures as public CAs make them.
 Everything lives in one directory any user can read, so an agent run as
 nobody can open the CA bundle.
 """
@@ -12,6 +15,7 @@ import tempfile
 from testlib import TIMEOUT
 
 KEYS = {"ec": ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"],
+        "p384": ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384"],
         "rsa": ["-newkey", "rsa:2048"]}
 
 
@@ -22,14 +26,18 @@ def _openssl(*args, cwd):
 
 
 class PKI:
-    """Root CA -> intermediate CA -> server certificates, in self.dir."""
+    """Root CA -> intermediate CA -> server certificates, in self.dir: the
+    root's and the intermediate's keys of KEYS (inter: the root's kind), every
+    signature with digest."""
 
-    def __init__(self):
+    def __init__(self, root="ec", inter=None, digest="sha256"):
         self.dir = tempfile.mkdtemp(prefix="sa-pki-")
         os.chmod(self.dir, 0o755)
         self.n = 0
+        self.inter = inter or root
+        self.md = "-" + digest
         d = self.dir
-        _openssl("req", "-x509", *KEYS["ec"], "-nodes", "-days", "2", "-subj", "/CN=sandbox-agent test root",
+        _openssl("req", "-x509", *KEYS[root], self.md, "-nodes", "-days", "2", "-subj", "/CN=sandbox-agent test root",
                  "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
                  "-keyout", "root.key", "-out", "root.pem", cwd=d)
         self._sign_ca()
@@ -45,11 +53,11 @@ class PKI:
 
     def _sign_ca(self):
         d = self.dir
-        _openssl("req", *KEYS["ec"], "-nodes", "-subj", "/CN=sandbox-agent test intermediate",
+        _openssl("req", *KEYS[self.inter], "-nodes", "-subj", "/CN=sandbox-agent test intermediate",
                  "-keyout", "int.key", "-out", "int.csr", cwd=d)
         self._write("int.ext", "basicConstraints=critical,CA:TRUE,pathlen:0\n"
                                "keyUsage=critical,keyCertSign,cRLSign\n")
-        _openssl("x509", "-req", "-in", "int.csr", "-CA", "root.pem", "-CAkey", "root.key", "-set_serial", "2",
+        _openssl("x509", "-req", self.md, "-in", "int.csr", "-CA", "root.pem", "-CAkey", "root.key", "-set_serial", "2",
                  "-days", "2", "-extfile", "int.ext", "-out", "int.pem", cwd=d)
 
     def _ca_config(self, name):
@@ -62,8 +70,8 @@ class PKI:
             f.write("1000\n")
         self._write(name + ".cnf",
                     "[ca]\ndefault_ca = this\n[this]\ndir = %s\ndatabase = $dir/index.txt\n"
-                    "serial = $dir/serial\nnew_certs_dir = $dir\ndefault_md = sha256\npolicy = any\n"
-                    "copy_extensions = copy\nunique_subject = no\n[any]\ncommonName = supplied\n" % db)
+                    "serial = $dir/serial\nnew_certs_dir = $dir\ndefault_md = %s\npolicy = any\n"
+                    "copy_extensions = copy\nunique_subject = no\n[any]\ncommonName = supplied\n" % (db, self.md[1:]))
         return self.path(name + ".cnf")
 
     def server(self, host, key="ec", expired=False):
@@ -82,7 +90,7 @@ class PKI:
         else:
             self._write(name + ".ext", "subjectAltName=DNS:%s\nbasicConstraints=CA:FALSE\n"
                                        "extendedKeyUsage=serverAuth\n" % host)
-            _openssl("x509", "-req", "-in", name + ".csr", "-CA", "int.pem", "-CAkey", "int.key",
+            _openssl("x509", "-req", self.md, "-in", name + ".csr", "-CA", "int.pem", "-CAkey", "int.key",
                      "-set_serial", str(100 + self.n), "-days", "1", "-extfile", name + ".ext",
                      "-out", name + ".pem", cwd=d)
         return self._chain(name)

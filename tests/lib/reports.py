@@ -94,11 +94,16 @@ def pki():
     p.close()
 
 
-def tls_serving(chain, key):
+def tls_serving(chain, key, suites=None, group=None):
     """A fresh Hook server on 127.0.0.1 over TLS with the certificate chain
-    and key given (files); stop it with tls_stop."""
+    and key given (files); stop it with tls_stop. suites: the only TLS 1.2
+    cipher suites it accepts (OpenSSL names), group: its only ECDHE curve."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(chain, key)
+    if suites:
+        ctx.set_ciphers(suites)
+    if group:
+        ctx.set_ecdh_curve(group)
     return _serving(ctx)
 
 

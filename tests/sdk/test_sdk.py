@@ -173,6 +173,39 @@ def test_token_subclass_sends_it(tmp_path, sdk_dir, work):
         _finish([a])
 
 
+# ---- signed /files URLs (README "Signed URLs") ---------------------------------
+
+def test_signed_urls_fetched_without_the_token(tmp_path, sdk_dir, work):
+    """downloadUrl and uploadUrl of the debug-mode sandbox holding the token,
+    fetched with no header as a browser would: each grants its path, user
+    and operation only, until its expiration, and on /files only."""
+    a = Serve(sdk_dir, tmp_path, False, SANDBOX_AGENT_TOKEN=TOKEN)
+    try:
+        r = sdk(a, "signed.mjs", "urls", work=work, token=TOKEN)
+    finally:
+        _finish([a])
+    assert "signature=v1_" in r["url"] and TOKEN not in r["url"], r["url"]
+    ok = {"status": 200, "body": "signed bytes\n"}
+    assert r["read"] == r["readWithExpiration"] == r["asUser"] == ok, r
+    assert r["stillThere"] == "signed bytes\n"
+
+    def refused(case, message):
+        assert r[case] == {"status": 401, "body": {"code": 401, "message": message}}, (case, r[case])
+    refused("expired", "signature is already expired")
+    refused("noSignature", "missing signature query parameter")
+    for case in ("tampered", "anotherUser", "defaultUserForNamed", "anotherPath", "samePathOtherSpelling",
+                 "laterExpiration", "writeSignatureToRead", "readSignatureToWrite", "uploadExpired"):
+        refused(case, "invalid signature" if case != "uploadExpired" else "signature is already expired")
+    refused("wrongHeaderWins", "access token present in header but does not match")
+    assert r["upload"]["status"] == 200 and r["uploaded"] == "uploaded\n", r["upload"]
+    assert r["upload"]["body"][0]["path"] == os.path.join(work, "up", "new.txt"), r["upload"]
+    assert r["lateExists"] is False
+    # Not another route: compose keeps envd's numeric code, an RPC Connect's.
+    assert r["compose"]["status"] == 401 and r["compose"]["body"]["code"] == 401, r["compose"]
+    assert r["rpc"]["status"] == 401 and r["rpc"]["body"]["code"] == "unauthenticated", r["rpc"]
+    assert TOKEN not in a.stderr()
+
+
 # ---- pty (issue 8) ----------------------------------------------------------
 
 def test_pty_create(serve):

@@ -1,6 +1,6 @@
 /*
- * procstatus.h - for the unit tests of starting a child (test_spawn.c,
- * test_proc_clone.c): the hex masks of /proc/PID/status (SigBlk, SigIgn,
+ * procstatus.h - for the unit tests of starting a child (test_spawn.c, in
+ * both of the child's modes): the hex masks of /proc/PID/status (SigBlk, SigIgn,
  * SigCgt), of a child's printed status or of the test's own, so that a
  * child's signal state is compared with what the test was started with.
  */

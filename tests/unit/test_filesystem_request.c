@@ -1,5 +1,5 @@
 /*
- * test_filesystem_request.c - filesystem request messages (agent/api/filesystem_request.c): both JSON
+ * test_filesystem_request.c - filesystem request messages (agent/api/filesystem/request.c): both JSON
  * names, defaults, uint32 as number or string, wrong types refused.
  */
 #include <setjmp.h>
@@ -8,17 +8,18 @@
 #include <cmocka.h>
 
 #include "agent/api/filesystem/request.h"
+#include "agent/core/err.h"
 
 #include <string.h>
 
 static int decode(enum filesystem_request_kind k, const char *json, struct filesystem_request *r)
 {
     static cJSON *msg;
-    const char *why = NULL;
+    char err[ERR_LEN] = "";
     cJSON_Delete(msg);
     msg = cJSON_Parse(json);
-    int rc = filesystem_request_decode(k, msg, r, &why);
-    if (rc < 0) assert_non_null(why);
+    int rc = filesystem_request_decode(k, msg, r, err);
+    if (rc < 0) assert_true(err[0] != '\0');
     return rc;
 }
 

@@ -9,14 +9,15 @@
 #include <cmocka.h>
 
 #include "agent/api/ops/initreq.h"
+#include "agent/core/err.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int decode(const char *body, struct ops_initreq *r, const char **why)
+static int decode(const char *body, struct ops_initreq *r, char *why)
 {
-    *why = NULL;
+    why[0] = '\0';
     return ops_initreq_decode(body, strlen(body), r, why);
 }
 
@@ -24,12 +25,12 @@ static void test_full(void **st)
 {
     (void)st;
     struct ops_initreq r;
-    const char *why;
+    char why[ERR_LEN];
     assert_int_equal(decode("{\"envVars\": {\"A\": \"1\", \"B_2\": \"x=y\"}, \"accessToken\": \"t0k-3n\", "
                             "\"defaultUser\": \"user\", \"defaultWorkdir\": \"/home/user\", "
                             "\"timestamp\": \"2024-05-01T12:00:00.5Z\", \"hyperloopIP\": \"10.0.0.1\", "
                             "\"volumeMounts\": [{\"nfs_target\": \"a\", \"path\": \"/m\"}], \"unknown\": 1}",
-                            &r, &why),
+                            &r, why),
                      0);
     assert_int_equal(r.nenv, 2);
     assert_string_equal(r.env[0], "A=1");
@@ -50,11 +51,11 @@ static void test_empty(void **st)
 {
     (void)st;
     struct ops_initreq r;
-    const char *why;
+    char why[ERR_LEN];
     static const char *const nothing[] = {"", "  \n", "{}", "null", "{\"envVars\": null, \"accessToken\": \"\", "
                                                                   "\"defaultUser\": \"\", \"timestamp\": null}"};
     for (size_t i = 0; i < sizeof nothing / sizeof nothing[0]; i++) {
-        assert_int_equal(decode(nothing[i], &r, &why), 0);
+        assert_int_equal(decode(nothing[i], &r, why), 0);
         assert_null(r.env);
         assert_null(r.token);
         assert_null(r.user);
@@ -62,7 +63,7 @@ static void test_empty(void **st)
         assert_int_equal(r.has_time, 0);
         ops_initreq_free(&r);
     }
-    assert_int_equal(decode("{\"envVars\": {}}", &r, &why), 0);
+    assert_int_equal(decode("{\"envVars\": {}}", &r, why), 0);
     assert_non_null(r.env);
     assert_int_equal(r.nenv, 0);
     ops_initreq_free(&r);
@@ -81,9 +82,9 @@ static void test_refused(void **st)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct ops_initreq r;
-        const char *why;
-        if (decode(bad[i], &r, &why) != -1) fail_msg("accepted: %s", bad[i]);
-        assert_non_null(why);
+        char why[ERR_LEN];
+        if (decode(bad[i], &r, why) != -1) fail_msg("accepted: %s", bad[i]);
+        assert_true(why[0] != '\0');
         ops_initreq_free(&r);
     }
 }
@@ -108,35 +109,35 @@ static void test_bounds(void **st)
 {
     (void)st;
     struct ops_initreq r;
-    const char *why;
+    char why[ERR_LEN];
     char *b = env_body(INITREQ_ENV_MAX, 1);
-    assert_int_equal(decode(b, &r, &why), 0);
+    assert_int_equal(decode(b, &r, why), 0);
     assert_int_equal(r.nenv, INITREQ_ENV_MAX);
     ops_initreq_free(&r);
     free(b);
     b = env_body(INITREQ_ENV_MAX + 1, 1);
-    assert_int_equal(decode(b, &r, &why), -1);
+    assert_int_equal(decode(b, &r, why), -1);
     ops_initreq_free(&r);
     free(b);
     b = env_body(1, INITREQ_VAR_MAX - 3); /* "V0=" + value: exactly the bound */
-    assert_int_equal(decode(b, &r, &why), 0);
+    assert_int_equal(decode(b, &r, why), 0);
     ops_initreq_free(&r);
     free(b);
     b = env_body(1, INITREQ_VAR_MAX - 2);
-    assert_int_equal(decode(b, &r, &why), -1);
+    assert_int_equal(decode(b, &r, why), -1);
     ops_initreq_free(&r);
     free(b);
     b = env_body(10, 120 * 1024); /* 1.2 MiB in all */
-    assert_int_equal(decode(b, &r, &why), -1);
+    assert_int_equal(decode(b, &r, why), -1);
     assert_non_null(strstr(why, "1 MiB"));
     ops_initreq_free(&r);
     free(b);
     char tok[INITREQ_TOKEN_MAX + 40];
     snprintf(tok, sizeof tok, "{\"accessToken\": \"%0*d\"}", INITREQ_TOKEN_MAX + 1, 0);
-    assert_int_equal(decode(tok, &r, &why), -1);
+    assert_int_equal(decode(tok, &r, why), -1);
     ops_initreq_free(&r);
     snprintf(tok, sizeof tok, "{\"accessToken\": \"%0*d\"}", INITREQ_TOKEN_MAX, 0);
-    assert_int_equal(decode(tok, &r, &why), 0);
+    assert_int_equal(decode(tok, &r, why), 0);
     assert_int_equal(r.token_len, INITREQ_TOKEN_MAX);
     ops_initreq_free(&r);
 }

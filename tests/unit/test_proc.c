@@ -866,32 +866,38 @@ static void test_env_and_cwd(void **st)
     user_self("/nonexistent", "/nonexistent", &u);
     snprintf(u.home, sizeof u.home, "%s", home);
     snprintf(u.name, sizeof u.name, "someone");
-    char *argv[] = {"/bin/sh", "-c", "echo $FOO $KEEP $HOME $USER $LOGNAME $SHELL; pwd", NULL};
+    char *argv[] = {"/bin/sh", "-c", "echo $FOO $KEEP $HOME $USER $LOGNAME $SHELL $PWD; pwd", NULL};
     char *envs[] = {"FOO=one", "FOO=two", NULL};
-    struct proc_start s = {.argv = argv, .envs = envs, .user = &u, .cwd = "sub"};
+    /* dir, resolved by the caller, is where it runs; cwd is kept as asked. */
+    struct proc_start s = {.argv = argv, .envs = envs, .user = &u, .cwd = "~/sub", .dir = sub};
     struct proc *p = start(t, &s);
     wait_end(p);
-    char want[256];
-    snprintf(want, sizeof want, "two 1 %s someone someone /bin/sh\n%s\n", home, sub);
+    char want[1024];
+    snprintf(want, sizeof want, "two 1 %s someone someone /bin/sh %s\n%s\n", home, sub, sub);
     assert_string_equal(output(p, PROC_STDOUT), want);
     assert_string_equal(proc_envs(p)[1], "FOO=two");
-    assert_string_equal(proc_cwd(p), "sub");
-    /* No cwd: the home; "~/sub" from the home. */
-    s.cwd = NULL;
+    assert_string_equal(proc_cwd(p), "~/sub");
+    /* No dir: the agent's own (no PWD given: the shell sets its own). */
+    char here[256];
+    assert_non_null(getcwd(here, sizeof here));
+    s.cwd = s.dir = NULL;
     p = start(t, &s);
     wait_end(p);
-    snprintf(want, sizeof want, "two 1 %s someone someone /bin/sh\n%s\n", home, home);
+    snprintf(want, sizeof want, "two 1 %s someone someone /bin/sh %s\n%s\n", home, here, here);
     assert_string_equal(output(p, PROC_STDOUT), want);
-    s.cwd = "~/sub";
-    p = start(t, &s);
-    wait_end(p);
-    assert_non_null(strstr(output(p, PROC_STDOUT), sub));
-    char err[ERR_LEN];
-    s.cwd = "missing";
+    assert_null(proc_cwd(p));
+    /* Checked before anything starts: there, and a directory. */
+    char err[ERR_LEN], missing[96];
+    snprintf(missing, sizeof missing, "%s/missing", home);
+    s.dir = missing;
     assert_null(proc_start(t, &s, err));
     assert_int_equal(errno, EINVAL);
-    snprintf(want, sizeof want, "cwd '%s/missing' does not exist", home);
+    snprintf(want, sizeof want, "cwd '%s' does not exist", missing);
     assert_string_equal(err, want);
+    s.dir = "/dev/null";
+    assert_null(proc_start(t, &s, err));
+    assert_int_equal(errno, EINVAL);
+    assert_string_equal(err, "cwd '/dev/null' is not a directory");
     rmdir(sub);
     rmdir(home);
     proc_table_free(t);

@@ -81,6 +81,13 @@ static void test_exec_error(void **st)
     proc_status_from_exec_error("/etc/passwd", EACCES, &e);
     assert_int_equal(e.exit_code, 126);
     assert_string_equal(e.error, "cannot run '/etc/passwd': Permission denied");
+    /* Its working directory, entered as its user, was the step that failed. */
+    proc_status_from_exec_error(NULL, EACCES, &e);
+    assert_int_equal(e.exit_code, 126);
+    assert_string_equal(e.error, "cannot enter the working directory: Permission denied");
+    proc_status_from_exec_error(NULL, ENOENT, &e);
+    assert_int_equal(e.exit_code, 127);
+    assert_string_equal(e.error, "cannot enter the working directory: No such file or directory");
 }
 
 int main(void)

@@ -1,5 +1,6 @@
 /*
- * path.c - resolving a request's path (see asuser/path.h).
+ * path.c - the one resolver of a request's path and a Start's cwd (see
+ * asuser/path.h).
  */
 #include "agent/api/asuser/path.h"
 
@@ -46,16 +47,18 @@ const char *asuser_path_base(const char *p)
     return s && s[1] ? s + 1 : p;
 }
 
-int asuser_path_resolve(const char *home, const char *path, struct buf *out, const char **why)
+int asuser_path_resolve(const char *home, const char *workdir, const char *path, struct buf *out,
+                        const char **why)
 {
     buf_reset(out);
     out->max = ASUSER_PATH_MAX;
+    if (!path[0] && workdir && workdir[0]) path = workdir;
     if (path[0] == '/') {
         if (buf_puts(out, path) < 0 || !buf_cstr(out)) goto too_long;
         return 0;
     }
     if (path[0] == '~') {
-        if (path[1] && path[1] != '/') {
+        if (path[1] && path[1] != '/' && path[1] != '\\') {
             *why = "cannot expand another user's home (~user)";
             return -1;
         }

@@ -11,6 +11,7 @@
  */
 #include "agent/api/filesystem/filesystem.h"
 #include "agent/api/asuser/job.h"
+#include "agent/api/asuser/defaults.h"
 #include "agent/api/asuser/path.h"
 #include "agent/api/filesystem/request.h"
 #include "agent/api/filesystem/watch.h"
@@ -41,7 +42,7 @@ char *filesystem_path(struct rpc_call *call, const struct user_info *u, const ch
     struct buf b;
     const char *why;
     buf_init(&b, ASUSER_PATH_MAX);
-    if (asuser_path_resolve(u->home, path, &b, &why) < 0) {
+    if (asuser_path_resolve(u->home, asuser_defaults_workdir(), path, &b, &why) < 0) {
         buf_free(&b);
         rpc_fail(call, RPC_INVALID_ARGUMENT, why);
         return NULL;
@@ -234,9 +235,9 @@ static void start(struct rpc_call *call, const cJSON *msg, enum filesystem_reque
                   int read_only)
 {
     struct filesystem_request r;
-    const char *why;
-    if (filesystem_request_decode(kind, msg, &r, &why) < 0) {
-        rpc_fail(call, RPC_INVALID_ARGUMENT, why);
+    char err[ERR_LEN];
+    if (filesystem_request_decode(kind, msg, &r, err) < 0) {
+        rpc_fail(call, RPC_INVALID_ARGUMENT, err);
         return;
     }
     struct filesystem_op *op = calloc(1, sizeof *op);
@@ -264,8 +265,7 @@ void filesystem_list_dir(struct rpc_call *call, const cJSON *msg) { start(call, 
 void filesystem_move(struct rpc_call *call, const cJSON *msg)
 {
     struct filesystem_request r;
-    const char *why;
-    if (filesystem_request_decode(FSREQ_MOVE, msg, &r, &why) == 0 && (!*r.source || !*r.destination)) {
+    if (filesystem_request_decode(FSREQ_MOVE, msg, &r, NULL) == 0 && (!*r.source || !*r.destination)) {
         rpc_fail(call, RPC_INVALID_ARGUMENT, "source and destination are required");
         return;
     }
@@ -275,9 +275,8 @@ void filesystem_move(struct rpc_call *call, const cJSON *msg)
 void filesystem_remove(struct rpc_call *call, const cJSON *msg)
 {
     struct filesystem_request r;
-    const char *why;
     /* "" would be the home: refused rather than removed. */
-    if (filesystem_request_decode(FSREQ_PATH, msg, &r, &why) == 0 && !*r.path) {
+    if (filesystem_request_decode(FSREQ_PATH, msg, &r, NULL) == 0 && !*r.path) {
         rpc_fail(call, RPC_INVALID_ARGUMENT, "path is required");
         return;
     }

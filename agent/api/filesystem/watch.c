@@ -73,9 +73,9 @@ int filesystem_watch_check(struct rpc_call *call, const cJSON *msg,
                   void (*then)(struct filesystem_op *op, int32_t code, const char *data, size_t n))
 {
     struct filesystem_request r;
-    const char *why;
-    if (filesystem_request_decode(FSREQ_WATCH, msg, &r, &why) < 0) {
-        rpc_fail(call, RPC_INVALID_ARGUMENT, why);
+    char err[ERR_LEN];
+    if (filesystem_request_decode(FSREQ_WATCH, msg, &r, err) < 0) {
+        rpc_fail(call, RPC_INVALID_ARGUMENT, err);
         return -1;
     }
     struct filesystem_op *op = calloc(1, sizeof *op);

@@ -173,10 +173,9 @@ void filesystem_watchers_create(struct rpc_call *call, const cJSON *msg) { files
 static struct watcher *named(struct rpc_call *call, const cJSON *msg)
 {
     struct filesystem_request r;
-    const char *why;
     char err[ERR_LEN];
-    if (filesystem_request_decode(FSREQ_WATCHER, msg, &r, &why) < 0) {
-        rpc_fail(call, RPC_INVALID_ARGUMENT, why);
+    if (filesystem_request_decode(FSREQ_WATCHER, msg, &r, err) < 0) {
+        rpc_fail(call, RPC_INVALID_ARGUMENT, err);
         return NULL;
     }
     struct watcher *x = find(r.watcher_id);

@@ -39,6 +39,7 @@
 #include "agent/api/http/server.h"
 #include "agent/core/budget.h"
 #include "agent/core/log.h"
+#include "agent/core/pause.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -83,7 +84,7 @@ void conn_timer_arm(struct conn *c)
     double lim = state_limit(c);
     ev_timer_stop(loop, &c->timer);
     if (lim <= 0) return;
-    double left = c->since + lim - ev_now(loop);
+    double left = c->since + lim - pause_now();
     ev_timer_set(&c->timer, left > 0 ? left : 0, 0);
     ev_timer_start(loop, &c->timer);
 }
@@ -133,7 +134,7 @@ static void linger(struct conn *c)
         return;
     }
     c->st = ST_LINGER;
-    c->since = ev_now(c->srv->loop);
+    c->since = pause_now();
     c->discarded = 0;
     ev_io_start(c->srv->loop, &c->rio);
     conn_timer_arm(c);
@@ -158,7 +159,7 @@ void conn_maybe_next(struct conn *c)
     c->streaming = c->blocked = c->paused = 0;
     c->discarded = 0;
     c->st = ST_HEAD;
-    c->since = ev_now(c->srv->loop);
+    c->since = pause_now();
     /* Held bytes are parsed from the loop, not under the producer's call. */
     if (c->held.len) ev_feed_event(c->srv->loop, &c->rio, EV_READ);
     else ev_io_start(c->srv->loop, &c->rio);
@@ -182,7 +183,7 @@ static void on_head(struct conn *c)
 {
     c->have_head = 1;
     c->st = ST_BODY;
-    c->since = ev_now(c->srv->loop);
+    c->since = pause_now();
     c->srv->app.on_head(c, c->srv->app.ctx);
     if (c->dying) return;
     if (!c->responded && httpreq_body_check(&c->req) < 0) {
@@ -250,7 +251,7 @@ static void input(struct conn *c, const char *p, size_t n)
             return;
         }
         if (c->st == ST_HEAD) c->got_bytes = 1;
-        else c->since = ev_now(c->srv->loop);
+        else c->since = pause_now();
         size_t used;
         enum httpreq_event ev = httpreq_feed(&c->req, p, n, &used);
         p += used;
@@ -363,7 +364,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
     }
     double lim = state_limit(c);
     if (lim <= 0) return;
-    if (ev_now(loop) < c->since + lim) {
+    if (pause_now() < c->since + lim) {
         conn_timer_arm(c);
         return;
     }
@@ -395,7 +396,7 @@ struct conn *conn_open(struct server *s, int fd)
     s->conns = c;
     conn_trust_list(c);
     c->st = ST_HEAD;
-    c->since = ev_now(s->loop);
+    c->since = pause_now();
     ev_io_start(s->loop, &c->rio);
     conn_timer_arm(c);
     log_debug("api: connection %u opened", c->id);
@@ -414,7 +415,7 @@ void conn_resume(struct conn *c)
 {
     if (c->dying || !c->paused) return;
     c->paused = 0;
-    c->since = ev_now(c->srv->loop);
+    c->since = pause_now();
     if (wants_input(c)) ev_io_start(c->srv->loop, &c->rio);
     conn_timer_arm(c);
 }

@@ -9,6 +9,7 @@
 #include "agent/api/http/conn_priv.h"
 #include "agent/api/http/server.h"
 #include "agent/core/log.h"
+#include "agent/core/pause.h"
 
 #include <errno.h>
 #include <string.h>
@@ -27,7 +28,7 @@ int conn_send_flush(struct conn *c)
         ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
         if (k > 0) {
             outq_done(&c->out, (size_t)k);
-            c->since = ev_now(c->srv->loop);
+            c->since = pause_now();
         } else if (k < 0 && errno == EINTR) {
             continue;
         } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -114,7 +115,7 @@ int conn_send_file(struct conn *c, int fd, uint64_t *off, size_t n)
         ssize_t k = sendfile(c->fd, fd, &o, n);
         if (k > 0) {
             *off += (uint64_t)k;
-            c->since = ev_now(c->srv->loop);
+            c->since = pause_now();
             if ((size_t)k == n) return CONN_FILE_MORE;
             break; /* the socket took what it had room for */
         }

@@ -6,6 +6,7 @@
 #include "agent/api/asuser/asuser.h"
 #include "agent/api/asuser/defaults.h"
 #include "agent/api/connect/rpc.h"
+#include "agent/api/ops/freeze.h"
 #include "agent/api/ops/initreq.h"
 #include "agent/api/ops/token.h"
 #include "agent/core/err.h"
@@ -96,15 +97,12 @@ void ops_init_respond(struct conn *c)
 {
     const struct buf *body = httpreq_body(conn_req(c));
     struct ops_initreq r;
-    const char *why = NULL;
     char err[ERR_LEN];
     enum rpc_code code = RPC_INVALID_ARGUMENT;
     int changed = 0;
-    int rc = ops_initreq_decode(body ? body->data : "", body ? body->len : 0, &r, &why);
+    int rc = ops_initreq_decode(body ? body->data : "", body ? body->len : 0, &r, err);
     wipe_body(c);
-    if (rc < 0) {
-        err_set(err, "%s", why);
-    } else {
+    if (rc == 0) {
         note_unsupported(r.unsupported);
         rc = check(&r, &code, err) < 0 ? -1 : apply(&r, &code, err, &changed);
     }
@@ -118,5 +116,6 @@ void ops_init_respond(struct conn *c)
         conn_trust_revoke(c);
         conn_trust(c);
     }
+    ops_freeze_resume(); /* a resume: what /freeze froze runs again */
     conn_respond(c, 204, NULL, "Cache-Control: no-store\r\n", "", 0);
 }

@@ -2,6 +2,8 @@
  * initreq.c - the POST /init body, decoded and bounded (see ops/initreq.h).
  */
 #include "agent/api/ops/initreq.h"
+#include "agent/api/connect/pbjson.h"
+#include "agent/core/err.h"
 #include "agent/core/jsoncheck.h"
 
 #include <cJSON.h>
@@ -109,26 +111,16 @@ int ops_initreq_time(const char *s, size_t n, struct timespec *ts)
 
 /* ---- fields ---- */
 
-/* The member name of o, NULL when absent or null. */
-static const cJSON *field(const cJSON *o, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    return v && !cJSON_IsNull(v) ? v : NULL;
-}
-
 /* A string field of at most max bytes: a copy in *out (NULL when absent
- * or ""). Returns 0, or -1 (the type or the bound). */
-static int string_field(const cJSON *o, const char *name, size_t max, char **out, size_t *len)
+ * or ""), its length in *len. Returns 0, or -1 (the type, the bound). */
+static int string_field(const struct pbjson *o, const char *name, size_t max, char **out, size_t *len)
 {
-    const cJSON *v = field(o, name);
+    const char *v = NULL;
     *out = NULL;
-    if (!v) return 0;
-    if (!cJSON_IsString(v) || !v->valuestring) return -1;
-    size_t n = strlen(v->valuestring);
-    if (n > max) return -1;
-    if (len) *len = n;
-    if (n == 0) return 0;
-    return (*out = strdup(v->valuestring)) ? 0 : -1;
+    if (pbjson_string(o, name, max, &v) < 0) return -1;
+    if (!v || !*v) return 0;
+    if (len) *len = strlen(v);
+    return (*out = strdup(v)) ? 0 : (err_set(o->err, "out of memory"), -1);
 }
 
 /* An access token: what a header carries unchanged (no blank, no control). */
@@ -147,61 +139,58 @@ static int user_ok(const char *s)
     return 1;
 }
 
-/* One variable of envVars as "NAME=VALUE", counted into *bytes. */
-static char *one_var(const cJSON *e, size_t *bytes, const char **why)
+/* One variable of envVars (its value a string) as "NAME=VALUE", counted
+ * into *bytes. */
+static char *one_var(const cJSON *e, size_t *bytes, char *err)
 {
-    size_t nl = strlen(e->string), vl = e->valuestring ? strlen(e->valuestring) : 0;
-    if (!cJSON_IsString(e) || !e->valuestring) return *why = "'envVars' values must be strings", NULL;
+    size_t nl = strlen(e->string), vl = strlen(e->valuestring);
     if (nl == 0 || nl > INITREQ_NAME_MAX || strchr(e->string, '='))
-        return *why = "an 'envVars' name is empty, too long or holds '='", NULL;
-    if (nl + 1 + vl > INITREQ_VAR_MAX) return *why = "an 'envVars' variable is over 128 KiB", NULL;
-    if ((*bytes += nl + 1 + vl) > INITREQ_ENV_BYTES_MAX) return *why = "'envVars' is over 1 MiB in all", NULL;
+        return err_set(err, "an 'envVars' name is empty, too long or holds '='"), NULL;
+    if (nl + 1 + vl > INITREQ_VAR_MAX) return err_set(err, "an 'envVars' variable is over 128 KiB"), NULL;
+    if ((*bytes += nl + 1 + vl) > INITREQ_ENV_BYTES_MAX) return err_set(err, "'envVars' is over 1 MiB in all"), NULL;
     char *s = malloc(nl + 1 + vl + 1);
-    if (!s) return *why = "out of memory", NULL;
+    if (!s) return err_set(err, "out of memory"), NULL;
     memcpy(s, e->string, nl);
     s[nl] = '=';
     memcpy(s + nl + 1, e->valuestring, vl + 1);
     return s;
 }
 
-static int env_field(const cJSON *o, struct ops_initreq *r, const char **why)
+static int env_field(const struct pbjson *o, struct ops_initreq *r)
 {
-    const cJSON *v = field(o, "envVars");
+    const cJSON *v = NULL;
     size_t bytes = 0;
-    if (!v) return 0;
-    if (!cJSON_IsObject(v)) return *why = "'envVars' must be an object of strings", -1;
-    int n = cJSON_GetArraySize(v);
-    if (n > INITREQ_ENV_MAX) return *why = "'envVars' has more than 1024 variables", -1;
-    if (!(r->env = calloc((size_t)n + 1, sizeof *r->env))) return *why = "out of memory", -1;
+    int has = pbjson_map(o, "envVars", INITREQ_ENV_MAX, &v);
+    if (has <= 0) return has;
+    if (!(r->env = calloc((size_t)cJSON_GetArraySize(v) + 1, sizeof *r->env))) return err_set(o->err, "out of memory"), -1;
     for (const cJSON *e = v->child; e; e = e->next)
-        if (!(r->env[r->nenv++] = one_var(e, &bytes, why))) return r->nenv--, -1;
+        if (!(r->env[r->nenv++] = one_var(e, &bytes, o->err))) return r->nenv--, -1;
     return 0;
 }
 
-static int time_field(const cJSON *o, struct ops_initreq *r, const char **why)
+static int time_field(const struct pbjson *o, struct ops_initreq *r)
 {
-    const cJSON *v = field(o, "timestamp");
+    const char *v = NULL;
+    if (pbjson_string(o, "timestamp", INITREQ_TIME_MAX, &v) < 0) return -1;
     if (!v) return 0;
-    if (!cJSON_IsString(v) || !v->valuestring ||
-        ops_initreq_time(v->valuestring, strlen(v->valuestring), &r->time) < 0)
-        return *why = "'timestamp' must be an RFC 3339 date-time", -1;
+    if (ops_initreq_time(v, strlen(v), &r->time) < 0)
+        return err_set(o->err, "'timestamp' must be an RFC 3339 date-time"), -1;
     r->has_time = 1;
     return 0;
 }
 
-static int decode_object(const cJSON *o, struct ops_initreq *r, const char **why)
+static int decode_object(const struct pbjson *o, struct ops_initreq *r)
 {
-    if (env_field(o, r, why) < 0 || time_field(o, r, why) < 0) return -1;
-    if (string_field(o, "accessToken", INITREQ_TOKEN_MAX, &r->token, &r->token_len) < 0 ||
-        (r->token && !token_ok(r->token)))
-        return *why = "'accessToken' must be at most 1024 visible ASCII characters", -1;
-    if (string_field(o, "defaultUser", INITREQ_USER_MAX, &r->user, NULL) < 0 || (r->user && !user_ok(r->user)))
-        return *why = "'defaultUser' must be a user name", -1;
-    if (string_field(o, "defaultWorkdir", INITREQ_WORKDIR_MAX, &r->workdir, NULL) < 0 ||
-        (r->workdir && r->workdir[0] != '/'))
-        return *why = "'defaultWorkdir' must be an absolute path", -1;
+    if (env_field(o, r) < 0 || time_field(o, r) < 0) return -1;
+    if (string_field(o, "accessToken", INITREQ_TOKEN_MAX, &r->token, &r->token_len) < 0) return -1;
+    if (r->token && !token_ok(r->token))
+        return err_set(o->err, "'accessToken' must be at most 1024 visible ASCII characters"), -1;
+    if (string_field(o, "defaultUser", INITREQ_USER_MAX, &r->user, NULL) < 0) return -1;
+    if (r->user && !user_ok(r->user)) return err_set(o->err, "'defaultUser' must be a user name"), -1;
+    if (string_field(o, "defaultWorkdir", INITREQ_WORKDIR_MAX, &r->workdir, NULL) < 0) return -1;
+    if (r->workdir && r->workdir[0] != '/') return err_set(o->err, "'defaultWorkdir' must be an absolute path"), -1;
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
-        if (field(o, unsupported[i].name)) r->unsupported |= unsupported[i].bit;
+        if (pbjson_field(o, unsupported[i].name)) r->unsupported |= unsupported[i].bit;
     return 0;
 }
 
@@ -211,20 +200,21 @@ static void wipe(char *s)
     for (size_t i = 0; s && s[i]; i++) v[i] = '\0';
 }
 
-int ops_initreq_decode(const char *body, size_t n, struct ops_initreq *r, const char **why)
+int ops_initreq_decode(const char *body, size_t n, struct ops_initreq *r, char *err)
 {
     struct jsoncheck jc;
     memset(r, 0, sizeof *r);
     size_t i = 0;
     while (i < n && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n')) i++;
     if (i == n) return 0; /* no body: nothing to change */
-    if (jsoncheck(body, n, &jc) < 0) return *why = "the body is not JSON", -1;
+    if (jsoncheck(body, n, &jc) < 0) return err_set(err, "the body is not JSON"), -1;
     if (jc.type == JSON_NULL) return 0;
-    if (jc.type != JSON_OBJECT) return *why = "the body must be a JSON object", -1;
-    if (jc.has_nul) return *why = "a string of the body holds \\u0000", -1;
+    if (jc.type != JSON_OBJECT) return err_set(err, "the body must be a JSON object"), -1;
+    if (jc.has_nul) return err_set(err, "a string of the body holds \\u0000"), -1;
     cJSON *o = cJSON_ParseWithLength(body, n);
-    if (!o) return *why = "out of memory", -1;
-    int rc = decode_object(o, r, why);
+    if (!o) return err_set(err, "out of memory"), -1;
+    const struct pbjson m = {o, 0, err}; /* envd's JSON, not a protobuf message: one name per field */
+    int rc = decode_object(&m, r);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "accessToken");
     if (cJSON_IsString(t)) wipe(t->valuestring); /* the copy in r is the only one left */
     cJSON_Delete(o);

@@ -7,9 +7,10 @@
  * Pure: bytes in, an owned request out, no I/O and no state, so the unit
  * tests (tests/unit/test_ops_initreq.c) and the fuzzer
  * (tests/fuzz/fuzz_ops_initreq.c) drive it with any input. Strict JSON
- * (agent/core/jsoncheck.h) and every field bounded; unknown fields are
- * ignored, a field that is null is absent, and an empty body (or null) is
- * a request that changes nothing, as envd takes it. The last four are
+ * (agent/core/jsoncheck.h), its fields read by connect/pbjson.h (each by
+ * its one name: envd's body is no protobuf message) and every one bounded;
+ * unknown fields are ignored, a field that is null is absent, and an empty
+ * body (or null) is a request that changes nothing, as envd takes it. The last four are
  * accepted whatever they hold and only noted (ops_initreq.unsupported):
  * the agent does not mount volumes, route to a hyperloop or install CA
  * bundles.
@@ -53,8 +54,9 @@ struct ops_initreq {
 };
 
 /* Decode body[0..n) into r (ops_initreq_free it whatever the result).
- * Returns 0, or -1 with *why a fixed text naming the field. */
-int ops_initreq_decode(const char *body, size_t n, struct ops_initreq *r, const char **why);
+ * Returns 0, or -1 with the reason in err (ERR_LEN bytes), naming the
+ * field. */
+int ops_initreq_decode(const char *body, size_t n, struct ops_initreq *r, char *err);
 void ops_initreq_free(struct ops_initreq *r);
 
 /* RFC 3339 date-time ("2024-05-01T12:00:00.5Z", "...+02:00"), years 1970

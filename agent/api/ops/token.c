@@ -32,6 +32,12 @@ int ops_token_awaiting(void) { return g.await && !g.tok.value; }
 
 int ops_token_ok(const char *given) { return g.tok.value && auth_token_ok(g.tok.value, g.tok.len, given); }
 
+enum sign_verdict ops_token_signed(const struct sign_params *p, const char *op, int64_t now)
+{
+    if (!g.tok.value) return SIGN_INVALID;
+    return sign_check(p, op, g.tok.value, g.tok.len, now);
+}
+
 int ops_token_replace(const char *value, size_t n)
 {
     char *v = malloc(n + 1);

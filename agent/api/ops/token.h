@@ -3,8 +3,9 @@
  * SANDBOX_AGENT_TOKEN at the start, or the one POST /init sets or replaces
  * later (ops/init.h). Held as the nonce is held (agent/core/nonce.h): one
  * heap copy of the agent's, never in a process's environment, never
- * logged, compared in constant time (http/auth.h), and a replaced token's
- * bytes overwritten before they are freed.
+ * logged, compared in constant time (http/auth.h), hashed for a signed URL
+ * without a copy (http/sign.h), and a replaced token's bytes overwritten
+ * before they are freed.
  *
  * With SANDBOX_AGENT_AWAIT_TOKEN=1 and no token, the API awaits one: only
  * GET /health and POST /init answer (routes.c), and the first /init that
@@ -14,7 +15,10 @@
 #ifndef SA_API_OPS_TOKEN_H
 #define SA_API_OPS_TOKEN_H
 
+#include "agent/api/http/sign.h"
+
 #include <stddef.h>
+#include <stdint.h>
 
 /* Keep a copy of token (NULL or "": none); await: wait for one when none.
  * Returns 0, or -1 when out of memory. */
@@ -28,6 +32,9 @@ int ops_token_present(void);
 int ops_token_awaiting(void);
 /* 1 when given (a header's value; NULL: absent) is the token. */
 int ops_token_ok(const char *given);
+/* The signature of a signed URL checked against the token, here where it is
+ * kept (http/sign.h): SIGN_INVALID when there is none. */
+enum sign_verdict ops_token_signed(const struct sign_params *p, const char *op, int64_t now);
 /* Replace the token with value[0..n) (the old one overwritten). Returns 0,
  * or -1 when out of memory (the old one kept). */
 int ops_token_replace(const char *value, size_t n);

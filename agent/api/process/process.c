@@ -1,10 +1,12 @@
 /*
  * process.c - what the process handlers share (see process/process.h): the table,
- * the default user, who a request runs as, the error codes, GET /envs.
+ * the default user, who a request runs as and where a Start runs, the error
+ * codes, GET /envs.
  */
 #include "agent/api/process/process.h"
 #include "agent/api/asuser/asuser.h"
 #include "agent/api/asuser/defaults.h"
+#include "agent/api/asuser/path.h"
 #include "agent/core/err.h"
 #include "agent/core/jsonw.h"
 
@@ -50,10 +52,20 @@ struct proc *process_find(struct rpc_call *call, const struct process_request_se
     return NULL;
 }
 
-void process_defaults(struct process_request_start *r, struct proc_start *s)
+int process_defaults(const struct process_request_start *r, const struct user_info *u, struct proc_start *s,
+                     struct buf *dir, char *err)
 {
-    if ((!r->cwd || !*r->cwd) && asuser_defaults_workdir()) r->cwd = asuser_defaults_workdir();
+    const char *why;
     s->defaults = asuser_defaults_env();
+    s->cwd = r->cwd;
+    buf_init(dir, ASUSER_PATH_MAX);
+    if (asuser_path_resolve(u->home, asuser_defaults_workdir(), r->cwd ? r->cwd : "", dir, &why) < 0) {
+        err_set(err, "cwd '%.200s': %s", r->cwd ? r->cwd : "", why);
+        errno = EINVAL;
+        return -1;
+    }
+    s->dir = dir->data;
+    return 0;
 }
 
 int process_envs_json(struct buf *b)
@@ -62,8 +74,13 @@ int process_envs_json(struct buf *b)
     enum rpc_code code;
     char err[ERR_LEN];
     if (!g.t || process_user(NULL, &u, &code, err) < 0) return -1;
-    const char *wd = asuser_defaults_workdir();
-    char **env = proc_launch_env(g.t, &u, wd ? wd : u.home, asuser_defaults_env(), NULL);
+    struct buf dir;
+    const char *why;
+    buf_init(&dir, ASUSER_PATH_MAX);
+    char **env = asuser_path_resolve(u.home, asuser_defaults_workdir(), "", &dir, &why) < 0
+                     ? NULL
+                     : proc_launch_env(g.t, &u, dir.data, asuser_defaults_env(), NULL);
+    buf_free(&dir);
     if (!env) return -1;
     int rc = jsonw_env(b, env);
     proc_launch_env_free(env);

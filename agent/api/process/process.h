@@ -32,11 +32,14 @@ int process_user(const char *name, struct user_info *u, enum rpc_code *code, cha
 /* The process a selector names, or NULL after failing the call (not_found). */
 struct proc *process_find(struct rpc_call *call, const struct process_request_sel *sel);
 
-/* What POST /init set for a Start that names nothing (asuser/defaults.h):
- * its variables into s (before r's envs, which win; used for the exec,
- * never copied into the record), its working directory into r when r
- * names none. */
-void process_defaults(struct process_request_start *r, struct proc_start *s);
+/* What POST /init set for a Start (asuser/defaults.h): its variables into
+ * s (before r's envs, which win; used for the exec, never copied into the
+ * record); and where the Start runs as user u: r's cwd (kept in s as
+ * asked) resolved as every path is (asuser/path.h: defaultWorkdir for none)
+ * into dir (initialised here; the caller frees it), s->dir pointing at it.
+ * Returns 0, or -1 with a message in err (errno EINVAL) for a cwd refused. */
+int process_defaults(const struct process_request_start *r, const struct user_info *u, struct proc_start *s,
+                     struct buf *dir, char *err);
 
 /* GET /envs: what a Start as the default user with no envs gets. */
 int process_envs_json(struct buf *b);

@@ -236,9 +236,10 @@ void process_stream_start(struct rpc_call *call, const cJSON *msg)
         struct proc_start s = {.argv = r.argv, .envs = r.envs, .tag = r.tag, .user = &u,
                                .stdin_pipe = r.stdin_pipe, .pty = r.pty, .cols = r.cols, .rows = r.rows,
                                .timeout = start_timeout(call, r.timeout, &stops)};
-        process_defaults(&r, &s);
-        s.cwd = r.cwd;
-        if (!(p = proc_start(process_table(), &s, err))) code = connect_code_of_errno(errno);
+        struct buf dir;
+        if (process_defaults(&r, &u, &s, &dir, err) < 0 || !(p = proc_start(process_table(), &s, err)))
+            code = connect_code_of_errno(errno);
+        buf_free(&dir);
     }
     process_request_start_free(&r);
     if (!p) {

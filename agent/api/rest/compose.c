@@ -15,6 +15,7 @@
 #include "agent/api/rest/tmpreap.h"
 #include "agent/api/asuser/asuser.h"
 #include "agent/api/asuser/job.h"
+#include "agent/api/asuser/defaults.h"
 #include "agent/api/asuser/path.h"
 #include "agent/api/filesystem/watch.h"
 #include "agent/core/err.h"
@@ -118,7 +119,7 @@ static int resolve(struct compose *cp, const char **why)
     buf_init(&p, ASUSER_PATH_MAX);
     for (size_t i = 0; i <= cp->req.n; i++) {
         char **s = i < cp->req.n ? &cp->req.sources[i] : &cp->req.destination;
-        if (asuser_path_resolve(cp->u.home, *s, &p, why) < 0) {
+        if (asuser_path_resolve(cp->u.home, asuser_defaults_workdir(), *s, &p, why) < 0) {
             buf_free(&p);
             return -1;
         }
@@ -148,9 +149,7 @@ static int start(struct compose *cp, char *err)
 void rest_compose_on_head(struct conn *c)
 {
     struct httpreq *r = conn_req(c);
-    if (httpreq_method(r) != HTTP_POST)
-        rest_files_error_extra(c, 405, "only POST", "Allow: POST\r\n");
-    else if (httpreq_body_buffer(r, REST_COMPOSE_BODY_MAX) < 0) /* 413, or 429: the memory budget */
+    if (httpreq_body_buffer(r, REST_COMPOSE_BODY_MAX) < 0) /* 413, or 429: the memory budget */
         rest_files_error(c, httpreq_status(r),
                          httpreq_status(r) == 413 ? "the body is larger than 2 MiB" : httpreq_why(r));
 }

@@ -3,11 +3,13 @@
  * the request acts as, where its path points, and its errors as envd's.
  */
 #include "agent/api/rest/files.h"
+#include "agent/api/asuser/defaults.h"
 #include "agent/api/asuser/path.h"
 #include "agent/api/asuser/asuser.h"
 #include "agent/api/http/query.h"
 #include "agent/core/err.h"
 #include "agent/core/jsonw.h"
+#include "agent/core/protocol.h"
 #include "agent/files/files.h"
 
 #include <errno.h>
@@ -57,12 +59,11 @@ int rest_files_target(struct conn *c, struct user_info *u, struct buf *path, int
     int r;
     buf_init(&v, ASUSER_PATH_MAX);
     /* Refused before anything is acted on, whatever comes first. */
-    if (query_get(q, "username", &v) == QUERY_REPEATED ||
-        query_get(q, "path", &v) == QUERY_REPEATED) {
+    if (query_get(q, QUERY_USERNAME, &v) == QUERY_REPEATED || query_get(q, QUERY_PATH, &v) == QUERY_REPEATED) {
         rest_files_error(c, 400, "a repeated username or path parameter");
         goto fail;
     }
-    r = query_get(q, "username", &v);
+    r = query_get(q, QUERY_USERNAME, &v);
     if (r < 0 || (r > 0 && memchr(v.data, '\0', v.len))) {
         rest_files_error(c, 400, "bad username parameter");
         goto fail;
@@ -71,13 +72,13 @@ int rest_files_target(struct conn *c, struct user_info *u, struct buf *path, int
         rest_files_error(c, errno == ENOENT ? 401 : rest_files_status(errno), err);
         goto fail;
     }
-    r = query_get(q, "path", &v);
+    r = query_get(q, QUERY_PATH, &v);
     if (r < 0 || (r > 0 && memchr(v.data, '\0', v.len))) {
         rest_files_error(c, 400, "bad path parameter (a %XX escape, or a NUL)");
         goto fail;
     }
     *have_path = r > 0;
-    if (asuser_path_resolve(u->home, r > 0 ? v.data : "", path, &why) < 0) {
+    if (asuser_path_resolve(u->home, asuser_defaults_workdir(), r > 0 ? v.data : "", path, &why) < 0) {
         rest_files_error(c, 400, why);
         goto fail;
     }
@@ -90,11 +91,7 @@ fail:
 
 void rest_files_on_head(struct conn *c)
 {
-    enum http_method m = httpreq_method(conn_req(c));
-    if (m == HTTP_POST) rest_upload_head(c);
-    else if (m != HTTP_GET)
-        conn_respond(c, 405, "application/json", "Allow: GET, POST\r\n",
-                     "{\"code\": 405, \"message\": \"only GET and POST\"}", 45);
+    if (httpreq_method(conn_req(c)) == HTTP_POST) rest_upload_head(c);
 }
 
 void rest_files_on_request(struct conn *c)

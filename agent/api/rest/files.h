@@ -23,8 +23,8 @@
 #include "agent/core/buf.h"
 #include "agent/core/user.h"
 
-/* The head of a /files request: POST chooses its body's sink (or refuses);
- * other methods but GET are refused (405). */
+/* The head of a GET or POST /files request (routes.c answers the other
+ * methods, and who may): POST chooses its body's sink (or refuses). */
 void rest_files_on_head(struct conn *c);
 /* The request is complete: GET starts the download; POST's body ended. */
 void rest_files_on_request(struct conn *c);

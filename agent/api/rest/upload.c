@@ -28,6 +28,7 @@
 #include "agent/api/http/hparam.h"
 #include "agent/api/filesystem/entry.h"
 #include "agent/api/asuser/job.h"
+#include "agent/api/asuser/defaults.h"
 #include "agent/api/asuser/path.h"
 #include "agent/api/filesystem/watch.h"
 #include "agent/api/rest/gz.h"
@@ -145,7 +146,7 @@ static int part_begin(struct upload *up)
     struct buf path;
     const char *why;
     buf_init(&path, ASUSER_PATH_MAX);
-    int r = asuser_path_resolve(up->u.home, up->mp.filename, &path, &why);
+    int r = asuser_path_resolve(up->u.home, asuser_defaults_workdir(), up->mp.filename, &path, &why);
     if (r < 0) rest_upload_fail(up, 400, why);
     else r = rest_upload_file_start(up, path.data);
     buf_free(&path);
