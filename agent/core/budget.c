@@ -4,6 +4,7 @@
 #include "agent/core/budget.h"
 
 #include <assert.h>
+#include <stdint.h>
 
 static size_t limit, used, peak;
 
@@ -17,6 +18,7 @@ size_t budget_limit(void) { return limit; }
 size_t budget_used(void) { return used; }
 size_t budget_peak(void) { return peak; }
 int budget_spent(void) { return limit && used >= limit; }
+size_t budget_room(void) { return !limit ? SIZE_MAX : used < limit ? limit - used : 0; }
 
 void budget_force(size_t n)
 {

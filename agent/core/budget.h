@@ -46,6 +46,8 @@ void budget_force(size_t n);
 void budget_give(size_t n);
 /* 1 when the limit is reached (takes of any size fail). */
 int budget_spent(void);
+/* What a take may still draw (SIZE_MAX without a limit). */
+size_t budget_room(void);
 
 /* The default for a sandbox of `total` bytes (what it has: GET /metrics'
  * mem_total, its memory cgroup's limit or its RAM; 0: not known): a quarter

@@ -11,6 +11,7 @@
  * adds at most the stall time: ppace.c).
  */
 #include "agent/proc/proc_priv.h"
+#include "agent/core/budget.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/pause.h"
@@ -115,8 +116,13 @@ static size_t chan_read_paced(struct proc *p, struct proc_chan_io *c, int paced)
         size_t max = READ_MAX < room ? READ_MAX : room;
         /* A paced read fits in what the ring may keep: when it cannot grow
          * (the memory budget), no further than the ring is now (ppace.c). */
+        /* A paced read fits in what the ring may keep: where the memory
+         * budget might refuse the ring's growth, it grows first (by what one
+         * read through the chunk takes), and when it cannot the read goes no
+         * further than the ring is now (ppace.c). */
         int was = c->ring.refused;
-        if (room != SIZE_MAX && ring_reserve(&c->ring, max) < 0) {
+        if (room != SIZE_MAX && budget_room() < c->ring.max &&
+            ring_reserve(&c->ring, max < READ_CHUNK ? max : READ_CHUNK) < 0) {
             say_refused(p, c, was, "the process waits for its readers");
             room = proc_pace_room(p, (int)(c - p->ch));
             if (room == 0) continue; /* held, above */
