@@ -15,6 +15,7 @@
 #include "agent/core/buf.h"
 #include "agent/core/ring.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define MIB (1u << 20)
@@ -42,14 +43,17 @@ static void test_counter(void **s)
     assert_int_equal(budget_take(5 * MIB), 0);
     assert_int_equal(budget_used(), 5 * MIB);
     assert_false(budget_spent());
+    assert_int_equal(budget_room(), SIZE_MAX);
     budget_give(5 * MIB);
     budget_set(10);
     assert_int_equal(budget_limit(), 10);
     assert_int_equal(budget_take(4), 0);
     assert_int_equal(budget_take(7), -1); /* 11 > 10: nothing taken */
     assert_int_equal(budget_used(), 4);
+    assert_int_equal(budget_room(), 6);
     assert_int_equal(budget_take(6), 0); /* exactly the limit */
     assert_true(budget_spent());
+    assert_int_equal(budget_room(), 0);
     assert_int_equal(budget_take(1), -1);
     assert_int_equal(budget_take((size_t)-1), -1); /* no wrap-around */
     budget_force(5); /* what must not fail passes the limit */
