@@ -9,6 +9,7 @@
 #include "agent/api/ops/fsfreeze.h"
 #include "agent/api/ops/metrics.h"
 #include "agent/api/ops/token.h"
+#include "agent/core/budget.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/nonce.h"
@@ -109,6 +110,23 @@ static int read_seconds(const char *name, double dflt, double *out, char *err)
     return 0;
 }
 
+/* SANDBOX_AGENT_MEMORY_BUDGET: bytes (0: none), else the default, found
+ * at the start (start_budget). */
+static int read_budget(struct api_config *cfg, char *err)
+{
+    const char *v = getenv(ENV_MEMORY_BUDGET), *k = getenv(ENV_KEEP_FINISHED_BYTES);
+    uint64_t n = 0;
+    cfg->budget_default = !(v && *v);
+    cfg->keep_default = !(k && *k);
+    if (v && *v && (num_count(v, BUDGET_MAX, &n) < 0 || (n && n < BUDGET_LEAST))) {
+        err_set(err, ENV_MEMORY_BUDGET " must be 0 or a byte count from %llu to %llu, not '%.40s'",
+                (unsigned long long)BUDGET_LEAST, (unsigned long long)BUDGET_MAX, v);
+        return -1;
+    }
+    cfg->budget = (size_t)n;
+    return 0;
+}
+
 /* The port forwarder's: on by default when the API is served outward; the
  * API's own port is never forwarded. */
 static int read_forward(struct api_config *cfg, char *err)
@@ -132,7 +150,9 @@ int api_config_read(struct api_config *cfg, const char *token, char *err)
     if (read_seconds(ENV_HTTP_TIMEOUT, DEFAULT_HTTP_TIMEOUT, &cfg->timeout, err) < 0 ||
         read_seconds(ENV_FIRST_HEAD, DEFAULT_FIRST_HEAD, &cfg->first_head, err) < 0)
         return -1;
-    if (proc_table_opts_env(&cfg->procs, err) < 0 || pid1_config_read(&pc, err) < 0) return -1;
+    if (proc_table_opts_env(&cfg->procs, err) < 0 || pid1_config_read(&pc, err) < 0 ||
+        read_budget(cfg, err) < 0)
+        return -1;
     cfg->procs.grace = pc.grace;
     return read_user(cfg, err);
 }
@@ -208,6 +228,19 @@ void api_stop(struct api *a, api_done_fn done, void *ctx)
 
 /* ---- the start ---- */
 
+/* The memory budget (core/budget.h): the variable's, or a quarter of the
+ * memory GET /metrics reports (after ops_metrics_start); the finished
+ * processes kept hold a quarter of it at most unless their variable says. */
+static void start_budget(struct api_config *cfg)
+{
+    if (cfg->budget_default) cfg->budget = budget_default_for(ops_metrics_mem_total());
+    if (cfg->budget && cfg->keep_default && cfg->procs.keep_bytes > cfg->budget / 4)
+        cfg->procs.keep_bytes = cfg->budget / 4;
+    budget_set(cfg->budget);
+    log_debug("api: memory budget %zu bytes (%zu drawn), finished processes kept up to %zu bytes",
+              budget_limit(), budget_used(), cfg->procs.keep_bytes);
+}
+
 int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
               const char *token, char *err)
 {
@@ -226,7 +259,10 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
     ev_timer_init(&a->step_w, on_step, 0., 0.);
     ev_timer_init(&a->bound_w, on_bound, 0., 0.);
     a->step_w.data = a->bound_w.data = a;
+    ops_metrics_start(a->cfg.disk);
+    start_budget(&a->cfg);
     if (!(a->t = proc_table_new(loop, &a->cfg.procs, err))) {
+        ops_metrics_stop();
         ops_token_free();
         return -1;
     }
@@ -235,12 +271,12 @@ int api_start(struct api *a, struct ev_loop *loop, const struct api_config *cfg,
         err_set(err, "api: cannot listen on %s: %s", a->cfg.listen, why);
         proc_table_free(a->t);
         a->t = NULL;
+        ops_metrics_stop();
         ops_token_free();
         return -1;
     }
     process_init(a->t);
     asuser_default(a->cfg.user);
-    ops_metrics_start(a->cfg.disk);
     ops_freeze_start(proc_table_cgroups(a->t));
     ops_fsfreeze_start(a->cfg.disk);
     routes_app(&app);
@@ -274,4 +310,8 @@ void api_free(struct api *a)
     proc_table_free(a->t);
     a->t = NULL;
     a->started = 0;
+    /* Every draw has had its give by now (a helper still running, or a
+     * polling watcher, keeps its own): 0 here in the tests. */
+    log_debug("api: memory budget at the stop: %zu bytes drawn, %zu at most, of %zu", budget_used(),
+              budget_peak(), budget_limit());
 }

@@ -7,7 +7,8 @@
  * Owns the configuration read from the environment (listen address, token
  * rule and whether to await the token, connection bound, HTTP and
  * first-head timeouts, retention, default user, grace, the disk /metrics
- * reports, and the port forwarder's: agent/forward),
+ * reports, the memory budget: core/budget.h, and the port forwarder's:
+ * agent/forward),
  * the listening socket, the process table, the server and the stop:
  * stop accepting, SIGTERM every started process group (SIGKILL after the
  * grace), and once every process has ended, end every open stream with its
@@ -44,6 +45,9 @@ struct api_config {
     int await_token;              /* SANDBOX_AGENT_AWAIT_TOKEN=1: POST /init sets the token */
     const char *disk;             /* SANDBOX_AGENT_DISK_PATH, or NULL: "/" (GET /metrics) */
     struct proc_table_opts procs; /* retention, grace */
+    size_t budget;                /* SANDBOX_AGENT_MEMORY_BUDGET (0: none) */
+    int budget_default;           /* ... unset: a quarter of the memory, found at the start */
+    int keep_default;             /* SANDBOX_AGENT_KEEP_FINISHED_BYTES unset */
     struct forward_config fwd;    /* the port forwarder (README "Port forwarding") */
 };
 

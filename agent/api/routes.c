@@ -130,7 +130,7 @@ static enum rpc_code code_for_status(int status)
     case 404: return RPC_NOT_FOUND;
     case 405: case 501: case 505: return RPC_UNIMPLEMENTED;
     case 408: return RPC_DEADLINE_EXCEEDED;
-    case 413: case 431: return RPC_RESOURCE_EXHAUSTED;
+    case 413: case 429: case 431: return RPC_RESOURCE_EXHAUSTED;
     case 503: return RPC_UNAVAILABLE;
     default: return status >= 500 ? RPC_INTERNAL : RPC_INVALID_ARGUMENT;
     }

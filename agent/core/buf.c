@@ -2,6 +2,7 @@
  * buf.c - bounded growable buffers (see buf.h).
  */
 #include "agent/core/buf.h"
+#include "agent/core/budget.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,10 +14,18 @@ void buf_init(struct buf *b, size_t max)
     b->data = NULL;
     b->len = b->cap = 0;
     b->max = max;
+    b->budget = 0;
+}
+
+void buf_init_budget(struct buf *b, size_t max)
+{
+    buf_init(b, max);
+    b->budget = 1;
 }
 
 void buf_free(struct buf *b)
 {
+    if (b->budget) budget_give(b->cap);
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
@@ -24,20 +33,32 @@ void buf_free(struct buf *b)
 
 void buf_reset(struct buf *b) { b->len = 0; }
 
-int buf_reserve(struct buf *b, size_t extra)
+int buf_over(const struct buf *b, size_t n) { return n > b->max || b->len > b->max - n; }
+
+static int grow(struct buf *b, size_t extra, int force)
 {
     /* +1 keeps room for the terminator buf_cstr adds. */
-    if (extra > b->max || b->len > b->max - extra) return -1;
+    if (buf_over(b, extra)) return -1;
     size_t need = b->len + extra + 1;
     if (need <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need) cap = cap > ((size_t)-1) / 2 ? need : cap * 2;
+    if (b->max < (size_t)-1 && cap > b->max + 1) cap = b->max + 1; /* >= need */
+    size_t more = cap - b->cap;
+    if (b->budget && force) budget_force(more);
+    else if (b->budget && budget_take(more) < 0) return -1;
     char *p = realloc(b->data, cap);
-    if (!p) return -1;
+    if (!p) {
+        if (b->budget) budget_give(more);
+        return -1;
+    }
     b->data = p;
     b->cap = cap;
     return 0;
 }
+
+int buf_reserve(struct buf *b, size_t extra) { return grow(b, extra, 0); }
+int buf_reserve_force(struct buf *b, size_t extra) { return grow(b, extra, 1); }
 
 /* JSON is written in many pieces of a few bytes. musl's memcpy starts a
  * `rep movs` for each, which cost more than half of `fs list`'s user time;

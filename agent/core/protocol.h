@@ -147,6 +147,11 @@
  * agent may make one, "0" never (its descendants are found through /proc),
  * "v2" or "v1" only that kind. */
 #define ENV_CGROUPS "SANDBOX_AGENT_CGROUPS"
+/* serve: the memory budget every growing buffer draws from, in bytes (README
+ * "sandbox-agent serve": the memory budget; the default: core/budget.h). */
+#define ENV_MEMORY_BUDGET "SANDBOX_AGENT_MEMORY_BUDGET"
+/* The error message of a request the budget refused (429 resource_exhausted). */
+#define SERVE_BUDGET_SPENT "the agent's memory budget is spent (" ENV_MEMORY_BUDGET "): try again later"
 /* serve: a Connect's replay (the default user, ENV_USER, is above). */
 #define HEADER_REPLAY_FROM "Sandbox-Agent-Replay-From"
 /* serve: the port forwarder (README "Port forwarding"): on or off (unset:

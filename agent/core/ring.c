@@ -6,6 +6,7 @@
  * every cap; the retained bytes, end - start, never exceed cap.
  */
 #include "agent/core/ring.h"
+#include "agent/core/budget.h"
 #include "agent/core/jsonw.h"
 
 #include <stdlib.h>
@@ -23,6 +24,7 @@ void ring_init(struct ring *r, size_t max)
 
 void ring_free(struct ring *r)
 {
+    budget_give(r->cap);
     free(r->data);
     r->data = NULL;
     r->cap = 0;
@@ -47,11 +49,17 @@ static void get_at(const char *data, size_t cap, uint64_t off, char *dst, size_t
 }
 
 /* Move the retained bytes into a buffer of exactly cap bytes (>= retained,
- * > 0). Returns 0, or -1 with the ring as it was. */
+ * > 0), drawn from the budget (a smaller one whatever it says: the old one
+ * goes right after). Returns 0, or -1 with the ring as it was. */
 static int ring_move(struct ring *r, size_t cap)
 {
+    if (cap < r->cap) budget_force(cap);
+    else if (budget_take(cap) < 0) return -1;
     char *data = malloc(cap);
-    if (!data) return -1;
+    if (!data) {
+        budget_give(cap);
+        return -1;
+    }
     size_t kept = (size_t)(r->end - r->start);
     if (kept) {
         /* The retained bytes in at most two runs of the old buffer. */
@@ -60,20 +68,31 @@ static int ring_move(struct ring *r, size_t cap)
         put_at(data, cap, r->start, r->data + pos, first);
         put_at(data, cap, r->start + first, r->data, kept - first);
     }
+    budget_give(r->cap);
     free(r->data);
     r->data = data;
     r->cap = cap;
     return 0;
 }
 
-/* Make cap at least want (<= max), doubling. Returns 0, or -1. */
+/* Make cap at least want (<= max), doubling. Returns 0, or -1 (refused). */
 static int ring_grow(struct ring *r, size_t want)
 {
     size_t cap = r->cap ? r->cap : RING_FIRST;
     while (cap < want && cap <= r->max / 2) cap *= 2;
     if (cap < want || cap > r->max) cap = r->max;
-    return ring_move(r, cap);
+    r->refused = ring_move(r, cap) < 0;
+    return r->refused ? -1 : 0;
 }
+
+int ring_reserve(struct ring *r, size_t n)
+{
+    size_t kept = (size_t)(r->end - r->start);
+    size_t want = n < r->max - kept ? kept + n : r->max;
+    return want > r->cap ? ring_grow(r, want) : 0;
+}
+
+size_t ring_limit(const struct ring *r) { return r->refused ? r->cap : r->max; }
 
 void ring_shrink(struct ring *r)
 {

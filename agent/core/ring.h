@@ -6,9 +6,12 @@
  * agent/proc (README "serve": retention).
  *
  * Owns its memory, which grows by doubling as output arrives (a quiet
- * process costs nothing) up to `max`, and then wraps. When growing fails the
- * ring keeps working at its current size, retaining less. No I/O, no loop:
- * unit-tested on its own (tests/unit/test_ring.c).
+ * process costs nothing) up to `max`, and then wraps. The memory is drawn
+ * from the process's budget (budget.h) as it grows and given back as it
+ * shrinks. When growing fails (the budget, or malloc) the ring keeps
+ * working at its current size, retaining less, and says so (ring_limit)
+ * until a later growth succeeds. No I/O, no loop: unit-tested on its own
+ * (tests/unit/test_ring.c).
  */
 #ifndef SA_CORE_RING_H
 #define SA_CORE_RING_H
@@ -24,6 +27,7 @@ struct ring {
     size_t max;      /* retention bound */
     uint64_t start;  /* absolute offset of the oldest retained byte */
     uint64_t end;    /* absolute offset just past the newest byte: all bytes ever written */
+    int refused;     /* the last growth failed: cap is the bound for now */
 };
 
 /* An empty ring keeping at most max bytes (0: keeps nothing, counts all). */
@@ -41,6 +45,12 @@ int ring_write(struct ring *r, const void *p, size_t n);
  * for max 0): ring_write then. ring_commit(n) says n of them were written. */
 char *ring_tail(struct ring *r, size_t *n);
 void ring_commit(struct ring *r, size_t n);
+
+/* Grow, if it must and may, so that n more bytes fit beside the retained
+ * ones (up to max). Returns 0, or -1 when growing failed (ring as it was). */
+int ring_reserve(struct ring *r, size_t n);
+/* What the ring keeps at most for now: max, or cap while growing fails. */
+size_t ring_limit(const struct ring *r);
 
 /* Give back the memory beyond the retained bytes (for a ring nothing will
  * be written to: a finished process's). Writing later still works. */

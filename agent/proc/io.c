@@ -11,9 +11,11 @@
  * adds at most the stall time: ppace.c).
  */
 #include "agent/proc/proc_priv.h"
+#include "agent/core/budget.h"
 #include "agent/core/err.h"
 #include "agent/core/log.h"
 #include "agent/core/pause.h"
+#include "agent/core/protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,6 +65,15 @@ static int chans_open(const struct proc *p)
     return 0;
 }
 
+/* c's ring could not grow (the memory budget, or memory): said once, until
+ * it grows again. */
+static void say_refused(const struct proc *p, const struct proc_chan_io *c, int was, const char *then)
+{
+    if (was || !c->ring.refused) return;
+    log_warn("process %d: its output kept stays at %zu bytes for now (the memory budget, " ENV_MEMORY_BUDGET
+             ", or memory): %s", (int)p->pid, c->ring.cap, then);
+}
+
 /* One read of at most max bytes into c's ring: straight into its tail once
  * it has grown, else through a chunk. Returns what read(2) did. */
 static ssize_t read_once(struct proc *p, struct proc_chan_io *c, size_t max)
@@ -76,8 +87,9 @@ static ssize_t read_once(struct proc *p, struct proc_chan_io *c, size_t max)
         return r;
     }
     ssize_t r = read(c->fd, chunk, max < sizeof chunk ? max : sizeof chunk);
-    if (r > 0 && ring_write(&c->ring, chunk, (size_t)r) < 0)
-        log_warn("process %d: out of memory keeping its output; older output dropped", (int)p->pid);
+    int was = c->ring.refused;
+    if (r > 0) ring_write(&c->ring, chunk, (size_t)r);
+    say_refused(p, c, was, "older output is dropped");
     return r;
 }
 
@@ -102,6 +114,20 @@ static size_t chan_read_paced(struct proc *p, struct proc_chan_io *c, int paced)
             break;
         }
         size_t max = READ_MAX < room ? READ_MAX : room;
+        /* A paced read fits in what the ring may keep: when it cannot grow
+         * (the memory budget), no further than the ring is now (ppace.c). */
+        /* A paced read fits in what the ring may keep: where the memory
+         * budget might refuse the ring's growth, it grows first (by what one
+         * read through the chunk takes), and when it cannot the read goes no
+         * further than the ring is now (ppace.c). */
+        int was = c->ring.refused;
+        if (room != SIZE_MAX && budget_room() < c->ring.max &&
+            ring_reserve(&c->ring, max < READ_CHUNK ? max : READ_CHUNK) < 0) {
+            say_refused(p, c, was, "the process waits for its readers");
+            room = proc_pace_room(p, (int)(c - p->ch));
+            if (room == 0) continue; /* held, above */
+            if (room < max) max = room;
+        }
         ssize_t r = read_once(p, c, max);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && errno == EAGAIN) break;
@@ -268,11 +294,13 @@ int proc_io_input(struct proc *p, const void *data, size_t n, char *err)
         errno = ENOSPC;
         return -1;
     }
-    /* Keep what is pending at the front, so the queue holds at most the bound. */
+    /* Keep what is pending at the front, so the queue holds at most the bound.
+     * Its memory is drawn from the budget; a little whatever it says. */
     buf_consume(&p->inq, p->inq_off);
     p->inq_off = 0;
+    if (p->inq.len + n <= INQ_KEEP_CAP) buf_reserve_force(&p->inq, n);
     if (buf_append(&p->inq, data, n) < 0) {
-        err_set(err, "process %d: out of memory queueing input", (int)p->pid);
+        err_set(err, "process %d: input not queued: %s", (int)p->pid, SERVE_BUDGET_SPENT);
         errno = ENOMEM;
         return -1;
     }

@@ -12,6 +12,11 @@
  * stop the workload), or all of them when the table shuts down. A stalled
  * subscriber is waited for again from its next read. After the leader's
  * exit, held output waits for at most the stall time too (pio.c).
+ *
+ * A ring is as large as the memory budget lets it grow (ring_limit): while
+ * it cannot, a paced subscriber has the room of the ring as it is, so the
+ * child waits rather than a reader losing output; the hold tries to grow
+ * it again at each check.
  */
 #include "agent/proc/proc_priv.h"
 #include "agent/core/log.h"
@@ -38,8 +43,8 @@ static uint64_t lag(const struct proc *p, const struct proc_sub *s, int ch)
 
 size_t proc_pace_room(const struct proc *p, int ch)
 {
-    size_t room = SIZE_MAX, max = p->ch[ch].ring.max;
-    if (max == 0) return room; /* nothing is kept: nothing to wait for */
+    size_t room = SIZE_MAX, max = ring_limit(&p->ch[ch].ring);
+    if (p->ch[ch].ring.max == 0) return room; /* nothing is kept: nothing to wait for */
     for (const struct proc_sub *s = p->subs; s; s = s->next) {
         if (!paces(p, s)) continue;
         uint64_t l = lag(p, s, ch);
@@ -61,7 +66,7 @@ static void on_check(struct ev_loop *loop, ev_timer *w, int revents)
             /* The stall time runs from the later of its last read and the
              * hold: a stream full through a quiet spell gets it whole. */
             ev_tstamp since = s->moved > c->held_since ? s->moved : c->held_since;
-            if (!c->held || now - since < p->t->o.stall || lag(p, s, ch) * 4 < c->ring.max * 3) continue;
+            if (!c->held || now - since < p->t->o.stall || lag(p, s, ch) * 4 <= ring_limit(&c->ring) * 3) continue;
             s->stalled = 1;
             log_warn("proc: process %d: a stream read nothing for %.3g s while its output waited; "
                      "the process goes on and the stream skips what it misses",
@@ -94,8 +99,10 @@ void proc_pace_check(struct proc *p)
     for (int ch = 0; ch < PROC_CHANS; ch++) {
         struct proc_chan_io *c = &p->ch[ch];
         if (!c->held) continue;
+        /* A ring the memory budget kept from growing tries again once full. */
+        if (c->ring.refused) ring_reserve(&c->ring, 1);
         size_t room = proc_pace_room(p, ch);
-        if (c->fd >= 0 && (room == 0 || room < c->ring.max / 4)) {
+        if (c->fd >= 0 && (room == 0 || room < ring_limit(&c->ring) / 4)) {
             held = 1;
             continue;
         }

@@ -200,7 +200,7 @@ static struct proc *rec_new(struct proc_table *t, const struct proc_start *s)
         p->ch[i].fd = -1;
         ring_init(&p->ch[i].ring, t->o.retain);
     }
-    buf_init(&p->inq, PROC_INPUT_MAX);
+    buf_init_budget(&p->inq, PROC_INPUT_MAX);
     p->argv = strv_dup(s->argv);
     p->envs = strv_dup(s->envs);
     int bad = !p->argv || !p->envs;

@@ -2,8 +2,8 @@
  * test_httpreq.c - the request head and body through http-parser
  * (agent/serve/httpreq.c): what is kept, the bounds (head 431, body 413,
  * header count), malformed input (400), keep-alive rules, pipelined bytes,
- * Transfer-Encoding codings (400, 501), and that no split of the input
- * changes the outcome.
+ * Transfer-Encoding codings (400, 501), that no split of the input
+ * changes the outcome, and a body's draws from the memory budget (429).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "agent/api/http/httpreq.h"
+#include "agent/core/budget.h"
 #include "agent/core/protocol.h"
 
 #include <stdio.h>
@@ -387,6 +388,71 @@ static void test_sink(void **s)
     }
 }
 
+/* Feed a head and check its body as the connection does: the check's result. */
+static int head_checked(struct httpreq *r, const char *head)
+{
+    size_t used, more, n = strlen(head);
+    assert_int_equal(httpreq_feed(r, head, n, &used), HTTPREQ_HEAD);
+    int rc = httpreq_body_check(r);
+    if (rc == 0 && used < n) { /* the rest of the head, past the pause */
+        assert_int_equal(httpreq_feed(r, head + used, n - used, &more), HTTPREQ_MORE);
+        assert_int_equal(used + more, n);
+    }
+    return rc;
+}
+
+/* The memory budget (core/budget.h): a Content-Length body's memory is taken
+ * whole at the head, exactly, and refused there (429); past the bound it is
+ * 413 first; a small one is taken whatever the budget says; a chunked one
+ * as it grows; every path gives it all back. */
+static void test_budget(void **s)
+{
+    (void)s;
+    struct httpreq r;
+    char head[128], chunked[128];
+    size_t used;
+    budget_set(100000);
+    httpreq_init(&r);
+    assert_int_equal(head_checked(&r, "POST /x HTTP/1.1\r\nContent-Length: 90000\r\n\r\n"), 0);
+    assert_int_equal(budget_used(), 90001); /* the body and a terminator, no more */
+    httpreq_reset(&r);                      /* a large body's memory goes between requests */
+    assert_int_equal(budget_used(), 0);
+    budget_force(50000); /* drawn elsewhere */
+    assert_int_equal(head_checked(&r, "POST /x HTTP/1.1\r\nContent-Length: 90000\r\n\r\n"), -1);
+    assert_int_equal(httpreq_status(&r), 429);
+    assert_non_null(strstr(httpreq_why(&r), ENV_MEMORY_BUDGET));
+    assert_int_equal(budget_used(), 50000);
+    httpreq_reset(&r);
+    snprintf(head, sizeof head, "POST /x HTTP/1.1\r\nContent-Length: %u\r\n\r\n", SERVE_BODY_MAX + 1);
+    assert_int_equal(head_checked(&r, head), -1);
+    assert_int_equal(httpreq_status(&r), 413); /* the bound, not the budget */
+    httpreq_reset(&r);
+    budget_force(50000); /* spent */
+    assert_true(budget_spent());
+    assert_int_equal(head_checked(&r, "POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\n"), 0);
+    assert_int_equal(httpreq_feed(&r, "hello", 5, &used), HTTPREQ_DONE);
+    assert_memory_equal(httpreq_body(&r)->data, "hello", 5);
+    httpreq_reset(&r); /* a small body's memory stays for the next request, drawn */
+    assert_int_equal(budget_used(), 100000 + 6);
+    budget_give(100000);
+    /* Chunked: 429 once it would pass the budget, as it grows. */
+    budget_set(70000);
+    snprintf(chunked, sizeof chunked, "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+    assert_int_equal(head_checked(&r, chunked), 0);
+    static char piece[40000 + 16];
+    int k = snprintf(piece, sizeof piece, "9c40\r\n");
+    memset(piece + k, 'c', 40000);
+    memcpy(piece + k + 40000, "\r\n", 2);
+    size_t n = (size_t)k + 40002;
+    assert_int_equal(httpreq_feed(&r, piece, n, &used), HTTPREQ_MORE);
+    assert_int_equal(httpreq_feed(&r, piece, n, &used), HTTPREQ_ERROR);
+    assert_int_equal(httpreq_status(&r), 429);
+    assert_true(budget_used() <= 70000);
+    httpreq_free(&r);
+    assert_int_equal(budget_used(), 0);
+    budget_set(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +461,7 @@ int main(void)
         cmocka_unit_test(test_body_bounds), cmocka_unit_test(test_head_bounds),
         cmocka_unit_test(test_malformed),   cmocka_unit_test(test_expect_continue),
         cmocka_unit_test(test_sink),        cmocka_unit_test(test_transfer_codings),
+        cmocka_unit_test(test_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /*
- * test_outq.c - the bounded output queue (agent/api/http/outq.c), and
- * bytes reserved to be written in place, within the same bound.
+ * test_outq.c - the bounded output queue (agent/api/http/outq.c), bytes
+ * reserved to be written in place, within the same bound, and its draws
+ * from the memory budget (puts forced, outq_room refused; all given back).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <cmocka.h>
 
 #include "agent/api/http/outq.h"
+#include "agent/core/budget.h"
 
 #include <string.h>
 
@@ -107,10 +109,42 @@ static void test_memory_kept_then_trimmed(void **s)
     outq_free(&q);
 }
 
+static void test_budget(void **s)
+{
+    (void)s;
+    struct outq q;
+    static char big[300000];
+    size_t n;
+    budget_set(100000);
+    outq_init(&q, sizeof big * 4);
+    /* A whole response asks first: refused past the budget, nothing queued. */
+    assert_int_equal(outq_room(&q, sizeof big), -1);
+    assert_int_equal(outq_len(&q), 0);
+    assert_int_equal(budget_used(), 0);
+    assert_int_equal(outq_room(&q, 50000), 0);
+    size_t drawn = budget_used();
+    assert_true(drawn >= 50000 && drawn <= 100000);
+    assert_int_equal(outq_put(&q, big, 50000), 0); /* within the room: nothing more */
+    assert_int_equal(budget_used(), drawn);
+    /* A stream's puts are forced: bounded by the queue, not refused. */
+    assert_int_equal(outq_put(&q, big, sizeof big), 0);
+    assert_true(budget_spent());
+    assert_int_equal(budget_used(), q.b.cap);
+    assert_int_equal(outq_printf(&q, "%s", "head\r\n"), 0);
+    outq_peek(&q, &n);
+    outq_done(&q, n); /* drained while spent: given back, down to the reserve */
+    assert_true(q.b.cap <= 64 * 1024);
+    assert_int_equal(budget_used(), q.b.cap);
+    outq_free(&q);
+    assert_int_equal(budget_used(), 0);
+    budget_set(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_fifo), cmocka_unit_test(test_reserve),
                                        cmocka_unit_test(test_many),
-                                       cmocka_unit_test(test_memory_kept_then_trimmed)};
+                                       cmocka_unit_test(test_memory_kept_then_trimmed),
+                                       cmocka_unit_test(test_budget)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

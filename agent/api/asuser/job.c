@@ -10,6 +10,7 @@
 #include "agent/core/buf.h"
 #include "agent/core/err.h"
 #include "agent/core/io.h"
+#include "agent/core/protocol.h"
 #include "agent/core/spawn.h"
 
 #include <dirent.h>
@@ -39,6 +40,7 @@ struct asuser_job {
     struct buf out;
     size_t max;
     int eof, collecting;
+    int spent;                 /* the budget refused the frame's memory */
     asuser_job_done_fn done;
     asuser_job_exit_fn exited;
     void *ctx;
@@ -142,7 +144,11 @@ static void deliver(struct asuser_job *j)
     size_t n = j->out.len;
     int32_t status = ASUSER_JOB_FAILED;
     char msg[ERR_LEN];
-    if (n >= 4) {
+    if (j->spent) {
+        status = ASUSER_JOB_SPENT;
+        d = SERVE_BUDGET_SPENT;
+        n = strlen(d);
+    } else if (n >= 4) {
         const unsigned char *u = (const unsigned char *)d;
         status = (int32_t)((uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3]);
         d += 4;
@@ -161,9 +167,12 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct asuser_job *j = w->data;
     /* Read straight into the frame (a listing's megabytes are not copied
-     * twice); one byte past the bound tells a frame too large. */
+     * twice); one byte past the bound tells a frame too large. Its memory
+     * is drawn from the budget: a small frame's whatever it says. */
     size_t left = j->out.max - j->out.len, want = left < READ_CHUNK ? left + 1 : READ_CHUNK;
+    if (j->out.len + want <= ASUSER_JOB_SMALL) buf_reserve_force(&j->out, want - 1);
     int bad = buf_reserve(&j->out, want - 1) < 0;
+    j->spent = bad && !buf_over(&j->out, want - 1);
     ssize_t r = bad ? 0 : read(j->fd, j->out.data + j->out.len, want);
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (r > 0 && (j->out.len += (size_t)r) <= j->out.max) return;
@@ -243,7 +252,7 @@ struct asuser_job *asuser_job_start(struct ev_loop *loop, const struct asuser_jo
     j->pid = pid;
     j->fd = p[0];
     io_set_nonblock(j->fd, 1);
-    buf_init(&j->out, 0);
+    buf_init_budget(&j->out, 0);
     ev_io_init(&j->io, on_readable, j->fd, EV_READ);
     j->io.data = j;
     reaper_watch(loop, &j->rw, pid, on_reaped, j);

@@ -35,6 +35,11 @@
 /* The status given to `done` when the helper left no whole frame (it could
  * not become the user, or died); the payload then says why. */
 #define ASUSER_JOB_FAILED INT32_MIN
+/* The status given to `done` when the frame could not be held: the
+ * agent's memory budget (core/budget.h) refused it, and the helper was
+ * killed. Only a frame larger than ASUSER_JOB_SMALL can be refused. */
+#define ASUSER_JOB_SPENT (INT32_MIN + 1)
+#define ASUSER_JOB_SMALL (64u * 1024u)
 /* The fds a child finds its inputs on (asuser_job_opts.in_fds, in order). */
 #define ASUSER_JOB_OUT_FD 3
 #define ASUSER_JOB_IN_FD0 4

@@ -305,9 +305,10 @@ int rpc_check_head(struct conn *c, const struct rpc_method *m)
     }
     if (check_connect_headers(c, m) < 0) return -1;
     if (m->kind == RPC_KIND_CLIENT_STREAM) return rpc_input_begin(c, m);
-    if (httpreq_body_buffer(r, SERVE_BODY_MAX) < 0) {
-        rpc_http_error(c, 413, RPC_RESOURCE_EXHAUSTED, "request message larger than 16 MiB",
-                       NULL);
+    if (httpreq_body_buffer(r, SERVE_BODY_MAX) < 0) { /* 413, or 429: the memory budget */
+        int st = httpreq_status(r);
+        rpc_http_error(c, st, RPC_RESOURCE_EXHAUSTED,
+                       st == 413 ? "request message larger than 16 MiB" : httpreq_why(r), NULL);
         return -1;
     }
     return 0;

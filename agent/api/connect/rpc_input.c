@@ -8,7 +8,8 @@
  * being read, never through a pointer of its own: a call that finished
  * early (a refusal) may be freed while its body still arrives, and then
  * the rest is read and dropped. What waits for the rest of an envelope is
- * at most one envelope head and SERVE_BODY_MAX bytes.
+ * at most one envelope head and SERVE_BODY_MAX bytes, drawn from the memory
+ * budget (refused: resource_exhausted).
  */
 #include "agent/api/connect/rpc_priv.h"
 #include "agent/core/log.h"
@@ -17,6 +18,9 @@
 #include <cJSON.h>
 
 static struct rpc_call *reading; /* calls whose body is being read */
+/* Pending bytes up to this are drawn whatever the budget says, as a small
+ * unary body is (http/httpreq.c): small messages are never refused. */
+#define SMALL (64u * 1024u)
 
 static struct rpc_call *find(const struct conn *c)
 {
@@ -81,8 +85,10 @@ static int on_body(void *ctx, const char *p, size_t n)
     struct rpc_call *call = find(ctx);
     if (!call || call->finished) return 0; /* answered already: dropped */
     rpc_enter(call);
-    if (buf_append(&call->pending, p, n) < 0)
-        rpc_fail(call, RPC_RESOURCE_EXHAUSTED, "request message larger than 16 MiB");
+    if (call->pending.len + n <= SMALL) buf_reserve_force(&call->pending, n);
+    if (buf_append(&call->pending, p, n) < 0) /* past the bound, or the memory budget's */
+        rpc_fail(call, RPC_RESOURCE_EXHAUSTED,
+                 buf_over(&call->pending, n) ? "request message larger than 16 MiB" : SERVE_BUDGET_SPENT);
     else
         take_envelopes(call);
     rpc_leave(call);
@@ -93,7 +99,7 @@ int rpc_input_begin(struct conn *c, const struct rpc_method *m)
 {
     struct rpc_call *call = rpc_call_open(c, m);
     if (!call) return -1;
-    buf_init(&call->pending, CONNECT_ENVELOPE_HEAD + SERVE_BODY_MAX);
+    buf_init_budget(&call->pending, CONNECT_ENVELOPE_HEAD + SERVE_BODY_MAX);
     call->reading = 1;
     call->in_next = reading;
     if (reading) reading->in_prev = call;

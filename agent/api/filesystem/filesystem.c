@@ -102,7 +102,9 @@ int filesystem_op_failed(struct filesystem_op *op, int32_t status, const char *d
     if (status == 0) return 0;
     char msg[ERR_LEN];
     err_set(msg, "%.*s", (int)(n < ERR_LEN ? n : ERR_LEN - 1), data);
-    rpc_fail(op->call, status == ASUSER_JOB_FAILED ? RPC_INTERNAL : (enum rpc_code)status, msg);
+    rpc_fail(op->call, status == ASUSER_JOB_FAILED  ? RPC_INTERNAL
+                       : status == ASUSER_JOB_SPENT ? RPC_RESOURCE_EXHAUSTED
+                                                    : (enum rpc_code)status, msg);
     return 1;
 }
 

@@ -4,8 +4,10 @@
  * last call, RemoveWatcher ends it (see filesystem_watch.h).
  *
  * Bounds: at most FSWATCHERS_MAX watchers, each keeping at most
- * FSWATCHER_EVENTS_MAX bytes of events between two reads. What does not fit
- * is lost, and never silently: the events kept are followed by one marker,
+ * FSWATCHER_EVENTS_MAX bytes of events between two reads, drawn from the
+ * memory budget (core/budget.h). What does not fit (the bound, or the
+ * budget) is lost, and never silently: the events kept are followed by one
+ * marker (its room drawn whatever the budget says),
  * a FilesystemEvent of type EVENT_TYPE_UNSPECIFIED, name "", with an extra
  * field "error" saying what was lost. The same marker reports lost events
  * of the kernel's queue, and (with the directory as its name) a directory
@@ -83,7 +85,8 @@ static void new_id(char *id)
 
 static int append(struct watcher *x, const char *json, size_t n, size_t room)
 {
-    if (x->events.len + n + 2 + room > x->events.max) return -1;
+    /* Room first: the separator and the event go in whole, or neither. */
+    if (x->events.len + n + 2 + room > x->events.max || buf_reserve(&x->events, n + 2) < 0) return -1;
     return (x->events.len && buf_puts(&x->events, ", ") < 0) || buf_append(&x->events, json, n) < 0 ? -1 : 0;
 }
 
@@ -91,11 +94,11 @@ static void marker(struct watcher *x, const char *name, size_t nlen, const char 
 {
     struct buf m;
     buf_init(&m, MARKER_MAX);
-    if (buf_puts(&m, "{\"name\": ") < 0 || jsonw_str(&m, name, nlen, JSONW_SURROGATEESCAPE) < 0 ||
-        buf_puts(&m, ", \"type\": \"EVENT_TYPE_UNSPECIFIED\", \"error\": ") < 0 ||
-        jsonw_str(&m, why, strlen(why), JSONW_REPLACE) < 0 || buf_putc(&m, '}') < 0 ||
-        append(x, m.data, m.len, 0) < 0)
-        x->lost = 1;
+    int bad = buf_puts(&m, "{\"name\": ") < 0 || jsonw_str(&m, name, nlen, JSONW_SURROGATEESCAPE) < 0 ||
+              buf_puts(&m, ", \"type\": \"EVENT_TYPE_UNSPECIFIED\", \"error\": ") < 0 ||
+              jsonw_str(&m, why, strlen(why), JSONW_REPLACE) < 0 || buf_putc(&m, '}') < 0;
+    if (!bad) buf_reserve_force(&x->events, m.len + 2); /* its room, whatever the budget says */
+    if (bad || append(x, m.data, m.len, 0) < 0) x->lost = 1;
     buf_free(&m);
 }
 
@@ -135,7 +138,7 @@ static void start_watcher(struct rpc_call *call, struct filesystem_op *op)
         return;
     }
     /* Before the first walk, which may report a hole already. */
-    buf_init(&x->events, FSWATCHER_EVENTS_MAX);
+    buf_init_budget(&x->events, FSWATCHER_EVENTS_MAX);
     if (filesystem_watch_start(&x->w, op->path, op->recursive, op->include_entry, &op->user, &watcher_ops, x, err) < 0) {
         rpc_fail(call, RPC_INTERNAL, err);
         buf_free(&x->events);

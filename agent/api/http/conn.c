@@ -37,6 +37,7 @@
 #include "agent/api/http/httpresp.h"
 #include "agent/api/http/outq.h"
 #include "agent/api/http/server.h"
+#include "agent/core/budget.h"
 #include "agent/core/log.h"
 #include "agent/core/pause.h"
 
@@ -53,6 +54,8 @@
  * most a lingering connection drops. */
 #define DISCARD_MAX (64u * 1024u)
 #define LINGER_MAX (1024u * 1024u)
+/* Room asked of the budget for a whole response's head, beside its body. */
+#define HEAD_ROOM 4096u
 
 static char rbuf[CONN_HOLD_MAX]; /* one loop, one read at a time */
 
@@ -464,12 +467,33 @@ static int begin(struct conn *c, int status, const char *ctype, const char *extr
     return 0;
 }
 
+/* A whole response larger than what a connection keeps between responses
+ * asks the memory budget for its room first (README "sandbox-agent serve":
+ * the memory budget). Returns 1 when the budget refused it: the client is
+ * answered 429 in the application's error shape instead, and the request
+ * is over as any answered one is. */
+static int spent(struct conn *c, size_t n)
+{
+    static const char why[] = SERVE_BUDGET_SPENT;
+    if (n <= CONN_LOW_WATER || n > CONN_QUEUE_MAX - HEAD_ROOM || outq_room(&c->out, n + HEAD_ROOM) == 0)
+        return 0;
+    log_debug("api: connection %u: a %zu-byte response refused: %s", c->id, n, why);
+    /* (Not "if none responded": a kept-alive connection is ready for its
+     * next request as soon as the answer is out.) */
+    if (c->srv->app.on_error) c->srv->app.on_error(c, 429, why, c->srv->app.ctx);
+    else conn_respond(c, 429, "text/plain", NULL, why, sizeof why - 1);
+    return 1;
+}
+
 int conn_respond(struct conn *c, int status, const char *ctype, const char *extra,
                  const void *body, size_t n)
 {
-    if (begin(c, status, ctype, extra, HTTPRESP_LENGTH, n) < 0) return -1;
+    if (c->dying || c->responded) return -1;
     /* A response to HEAD has the head of the GET's, and no body. */
+    size_t len = n;
     if (c->have_head && httpreq_method(&c->req) == HTTP_HEAD) n = 0;
+    if (spent(c, n)) return c->dying ? -1 : 0;
+    if (begin(c, status, ctype, extra, HTTPRESP_LENGTH, len) < 0) return -1;
     if (outq_put(&c->out, body, n) < 0) {
         conn_kill(c);
         return -1;
@@ -521,10 +545,19 @@ char *conn_write_begin(struct conn *c, size_t n)
     return d + k + 2;
 }
 
+/* The queue has what a producer may queue: CONN_HIGH_WATER, or while the
+ * memory budget is spent CONN_LOW_WATER (its producer then waits for the
+ * client after each message: back-pressure, never a loss). */
+static int full(const struct conn *c)
+{
+    size_t n = outq_len(&c->out);
+    return n >= CONN_HIGH_WATER || (n >= CONN_LOW_WATER && budget_spent());
+}
+
 int conn_write_end(struct conn *c)
 {
     if (c->dying) return -1;
-    if (outq_len(&c->out) < CONN_HIGH_WATER) {
+    if (!full(c)) {
         conn_send_later(c);
         return 1;
     }
@@ -536,7 +569,7 @@ int conn_write_end(struct conn *c)
 int conn_write(struct conn *c, const void *p, size_t n)
 {
     if (c->dying || !c->streaming || c->finished) return -1;
-    if (n == 0) return outq_len(&c->out) < CONN_HIGH_WATER;
+    if (n == 0) return !full(c);
     char *d = conn_write_begin(c, n);
     if (!d) return -1;
     memcpy(d, p, n);

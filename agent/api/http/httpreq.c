@@ -16,8 +16,17 @@
  * last coding is not chunked (or that applies chunked twice, or is
  * HTTP/1.0) cannot be framed (400); chunked after another coding is a
  * coding this server does not implement (501).
+ *
+ * A buffered body draws its memory from the process's budget (core/budget.h):
+ * the whole of a Content-Length at the head, so that of many large bodies
+ * arriving at once some are taken whole and the rest refused at once (429),
+ * rather than all growing together until each is refused; a chunked one as
+ * it grows. Up to BODY_KEEP, what a connection keeps between requests, it
+ * draws whatever the budget says: a small request (a signal to a runaway
+ * process) is never refused for memory.
  */
 #include "agent/api/http/httpreq.h"
+#include "agent/core/budget.h"
 #include "agent/core/protocol.h"
 
 #include <limits.h>
@@ -170,8 +179,10 @@ static int on_body(http_parser *p, const char *at, size_t n)
         int st = r->sink(r->sink_ctx, at, n);
         return st ? fail(r, st, "request body refused") : 0;
     }
-    if (buf_append(&r->body, at, n) < 0) return fail(r, 413, "request body too large");
-    return 0;
+    if (r->body.len + n <= BODY_KEEP) buf_reserve_force(&r->body, n);
+    if (buf_append(&r->body, at, n) == 0) return 0;
+    if (buf_over(&r->body, n)) return fail(r, 413, "request body too large");
+    return fail(r, 429, SERVE_BUDGET_SPENT);
 }
 
 static int on_message_complete(http_parser *p)
@@ -195,7 +206,7 @@ void httpreq_init(struct httpreq *r)
 {
     memset(r, 0, sizeof *r);
     buf_init(&r->text, TEXT_MAX);
-    buf_init(&r->body, SERVE_BODY_MAX);
+    buf_init_budget(&r->body, SERVE_BODY_MAX);
     /* Counts the request line and the headers, every byte: the head bound. */
     http_parser_set_max_header_size(SERVE_HEAD_MAX);
     httpreq_reset(r);
@@ -260,10 +271,18 @@ int httpreq_body_buffer(struct httpreq *r, size_t max)
 
 int httpreq_body_check(struct httpreq *r)
 {
-    size_t max = r->body.max;
-    if (!r->sink && !(r->p.flags & F_CHUNKED) && r->p.content_length != ULLONG_MAX &&
-        r->p.content_length > max) {
+    uint64_t len = r->p.content_length;
+    if (r->sink || (r->p.flags & F_CHUNKED) || len == ULLONG_MAX || len == 0) return 0;
+    if (len > r->body.max) {
         fail(r, 413, "request body too large");
+        r->phase = PH_ERROR;
+        return -1;
+    }
+    /* The whole body's memory now (see the top), and not a byte more. */
+    r->body.max = (size_t)len;
+    int rc = len <= BODY_KEEP ? buf_reserve_force(&r->body, (size_t)len) : buf_reserve(&r->body, (size_t)len);
+    if (rc < 0) {
+        fail(r, 429, SERVE_BUDGET_SPENT);
         r->phase = PH_ERROR;
         return -1;
     }

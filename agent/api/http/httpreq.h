@@ -61,12 +61,14 @@ void httpreq_reset(struct httpreq *r);
 /* Parse p[0..n): *used is how many bytes belong to this request so far. */
 enum httpreq_event httpreq_feed(struct httpreq *r, const char *p, size_t n, size_t *used);
 
-/* After HTTPREQ_HEAD: keep the body, up to max bytes. Returns 0, or -1 (status
- * 413) when Content-Length already says it is larger. The default is a
- * buffer of SERVE_BODY_MAX. */
+/* After HTTPREQ_HEAD: keep the body, up to max bytes. Returns 0, or -1 as
+ * httpreq_body_check. The default is a buffer of SERVE_BODY_MAX. */
 int httpreq_body_buffer(struct httpreq *r, size_t max);
 /* After HTTPREQ_HEAD and the choice: with no sink, refuse a Content-Length
- * past the buffer's bound now (-1, status 413) rather than after reading. */
+ * past the buffer's bound now (-1, status 413) rather than after reading,
+ * and take its memory from the budget now (-1, status 429, when refused:
+ * httpreq.c says which bodies may be). A body read past the head may be
+ * refused 429 too, as it grows (a chunked one). */
 int httpreq_body_check(struct httpreq *r);
 /* After HTTPREQ_HEAD: hand each piece of the body to fn instead. */
 void httpreq_body_sink(struct httpreq *r, httpreq_body_fn fn, void *ctx);

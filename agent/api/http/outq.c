@@ -2,6 +2,7 @@
  * outq.c - the bounded output queue (see http/outq.h).
  */
 #include "agent/api/http/outq.h"
+#include "agent/core/budget.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@
 
 void outq_init(struct outq *q, size_t max)
 {
-    buf_init(&q->b, max);
+    buf_init_budget(&q->b, max);
     q->off = 0;
 }
 
@@ -40,10 +41,18 @@ static void compact(struct outq *q, size_t need)
     q->off = 0;
 }
 
+int outq_room(struct outq *q, size_t n)
+{
+    if (n > q->b.max - outq_len(q)) return -1;
+    compact(q, n);
+    return buf_reserve(&q->b, n);
+}
+
 int outq_put(struct outq *q, const void *p, size_t n)
 {
     if (n > q->b.max - outq_len(q)) return -1;
     compact(q, n);
+    if (buf_reserve_force(&q->b, n) < 0) return -1;
     return buf_append(&q->b, p, n);
 }
 
@@ -51,7 +60,7 @@ char *outq_reserve(struct outq *q, size_t n)
 {
     if (n > q->b.max - outq_len(q)) return NULL;
     compact(q, n);
-    if (buf_reserve(&q->b, n) < 0) return NULL;
+    if (buf_reserve_force(&q->b, n) < 0) return NULL;
     char *p = q->b.data + q->b.len;
     q->b.len += n;
     return p;
@@ -61,6 +70,8 @@ int outq_printf(struct outq *q, const char *fmt, ...)
 {
     /* A head or a chunk size: room made as for a put of its bound. */
     compact(q, OUTQ_LINE_MAX);
+    size_t room = q->b.max > q->b.len ? q->b.max - q->b.len : 0;
+    buf_reserve_force(&q->b, room < OUTQ_LINE_MAX ? room : OUTQ_LINE_MAX);
     va_list ap;
     va_start(ap, fmt);
     int rc = buf_vprintf(&q->b, fmt, ap);
@@ -85,7 +96,7 @@ void outq_done(struct outq *q, size_t n)
      * gives it back now. */
     q->off = 0;
     q->b.len = 0;
-    if (q->b.cap > KEEP_DRAINED) outq_trim(q);
+    if (q->b.cap > KEEP_DRAINED || (q->b.cap > KEEP && budget_spent())) outq_trim(q);
 }
 
 void outq_trim(struct outq *q)
@@ -93,9 +104,5 @@ void outq_trim(struct outq *q)
     if (outq_len(q)) return;
     q->off = 0;
     q->b.len = 0;
-    if (q->b.cap > KEEP) {
-        size_t max = q->b.max;
-        buf_free(&q->b);
-        buf_init(&q->b, max);
-    }
+    if (q->b.cap > KEEP) buf_free(&q->b); /* the bound and the budget stay */
 }

@@ -324,6 +324,14 @@ void ops_metrics_stop(void)
     for (int i = 0; i < NFILES; i++) m.fd[i] = -1;
 }
 
+unsigned long long ops_metrics_mem_total(void)
+{
+    struct ops_metrics x;
+    memset(&x, 0, sizeof x);
+    memory(&x);
+    return x.mem_total;
+}
+
 int ops_metrics_now(struct ops_metrics *x)
 {
     struct statvfs sv;

@@ -69,6 +69,9 @@ void ops_metrics_start(const char *disk);
 void ops_metrics_stop(void);
 /* Fill m now. Returns 0, or -1 when the disk cannot be read (errno). */
 int ops_metrics_now(struct ops_metrics *m);
+/* mem_total alone (after start): what the memory budget's default is a
+ * quarter of (core/budget.h). 0 when not known. */
+unsigned long long ops_metrics_mem_total(void);
 /* GET /metrics: 200 and the JSON, or 500. */
 void ops_metrics_respond(struct conn *c);
 

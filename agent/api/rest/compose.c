@@ -148,8 +148,10 @@ static int start(struct compose *cp, char *err)
 
 void rest_compose_on_head(struct conn *c)
 {
-    if (httpreq_body_buffer(conn_req(c), REST_COMPOSE_BODY_MAX) < 0)
-        rest_files_error(c, 413, "the body is larger than 2 MiB");
+    struct httpreq *r = conn_req(c);
+    if (httpreq_body_buffer(r, REST_COMPOSE_BODY_MAX) < 0) /* 413, or 429: the memory budget */
+        rest_files_error(c, httpreq_status(r),
+                         httpreq_status(r) == 413 ? "the body is larger than 2 MiB" : httpreq_why(r));
 }
 
 void rest_compose_on_request(struct conn *c)

@@ -332,8 +332,11 @@ int rest_upload_sink(void *ctx, const char *p, size_t n)
         buf_consume(&up->in, up->in_off);
         up->in_off = 0;
     }
+    /* Drawn from the memory budget; one read's worth whatever it says. */
+    if (up->in.len + n <= UPLOAD_CHUNK) buf_reserve_force(&up->in, n);
     if (buf_append(&up->in, p, n) < 0) {
-        rest_upload_fail(up, 500, "upload buffer overrun");
+        if (buf_over(&up->in, n)) rest_upload_fail(up, 500, "upload buffer overrun");
+        else rest_upload_fail(up, 429, SERVE_BUDGET_SPENT);
         return 0;
     }
     pump(up);
@@ -434,7 +437,7 @@ void rest_upload_head(struct conn *c)
         return;
     }
     up->c = c;
-    buf_init(&up->in, UPLOAD_IN_MAX);
+    buf_init_budget(&up->in, UPLOAD_IN_MAX);
     buf_init(&up->reply, UPLOAD_REPLY_MAX);
     buf_putc(&up->reply, '[');
     hash_init(&up->seen, 16, 1);
